@@ -1,0 +1,104 @@
+"""The training iteration as tasks: compute in program order, and collectives with their release and wait points.
+
+Program order (ASTRA-sim 1.0's loop): forward of layers 1..L, then backward from L to 1, each layer's
+weight gradient and then its input gradient (layer 1 has no input gradient to compute). A collective
+is released when the compute task that issues it ends, and some compute task waits for it (plus a
+delay, the layer's update for weight-gradient collectives) before it may start:
+
+- weight-gradient collectives are non-blocking: the next iteration's forward of the same layer waits;
+- forward and input-gradient collectives (model parallelism) block the next compute task;
+- ``hybrid_dlrm``: the embedding's forward all-to-all is issued after its forward and awaited before the
+  first top-MLP layer; its backward all-to-all is issued when the first top layer's input gradient ends
+  and awaited before the next iteration begins. Both outrank every other collective.
+- ``micro``: every collective is issued at the start of the iteration; there is no compute.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .workload.model import Comm, Compute, Workload
+
+
+@dataclass(frozen=True)
+class ComputeTask:
+    index: int
+    name: str
+    layer: int         # index into workload.layers
+    kind: str          # forward | input_grad | weight_grad | idle
+    demand: Compute
+
+
+@dataclass(frozen=True)
+class CommTask:
+    """A collective of one iteration. ``wait_before`` is the compute task that waits for it, in the
+    next iteration if ``next_iteration``; ``delay_s`` is added after it ends before that task may start."""
+
+    index: int
+    name: str
+    layer: int
+    kind: str          # forward_comm | input_grad_comm | weight_grad_comm
+    comm: Comm
+    issue_after: int
+    wait_before: int
+    next_iteration: bool
+    delay_s: float
+    urgent: bool = False
+
+
+@dataclass(frozen=True)
+class Iteration:
+    computes: tuple[ComputeTask, ...]
+    comms: tuple[CommTask, ...]
+
+
+def build_iteration(w: Workload) -> Iteration:
+    """Tasks and their dependencies for one training iteration of ``w``."""
+    L = len(w.layers)
+    if w.parallelism == "micro":
+        computes = (ComputeTask(0, "iteration", -1, "idle", Compute(time_s=0.0)),)
+        comms = []
+        for li, layer in enumerate(w.layers):
+            for kind in ("forward", "input_grad", "weight_grad"):
+                c = layer.comm(kind)
+                if c is not None:
+                    comms.append(CommTask(len(comms), f"{layer.name}.{kind}_comm", li, f"{kind}_comm", c,
+                                          0, 0, True, layer.update_s if kind == "weight_grad" else 0.0))
+        return Iteration(computes, tuple(comms))
+
+    order: list[tuple[int, str]] = [(li, "forward") for li in range(L)]
+    for li in reversed(range(L)):
+        order.append((li, "weight_grad"))
+        if li > 0:
+            order.append((li, "input_grad"))
+    pos = {key: i for i, key in enumerate(order)}
+    computes = tuple(ComputeTask(i, f"{w.layers[li].name}.{kind}", li, kind, w.layers[li].compute(kind))
+                     for i, (li, kind) in enumerate(order))
+
+    def after(i: int) -> tuple[int, bool]:
+        return (i + 1, False) if i + 1 < len(order) else (0, True)
+
+    dlrm = w.parallelism == "hybrid_dlrm"
+    top = w.dlrm_last_bottom if dlrm else None  # 0-based index of the first top-MLP layer
+    comms: list[CommTask] = []
+
+    def add(li: int, kind: str, c: Comm, issue: int, wait: tuple[int, bool], delay: float, urgent: bool) -> None:
+        comms.append(CommTask(len(comms), f"{w.layers[li].name}.{kind}_comm", li, f"{kind}_comm", c,
+                              issue, wait[0], wait[1], delay, urgent))
+
+    for li, layer in enumerate(w.layers):
+        if layer.forward_comm is not None:
+            i = pos[(li, "forward")]
+            if dlrm and li == 0:
+                add(li, "forward", layer.forward_comm, i, (pos[(top, "forward")], False), 0.0, True)
+            else:
+                add(li, "forward", layer.forward_comm, i, after(i), 0.0, False)
+        if layer.input_grad_comm is not None:
+            if dlrm and li == 0:
+                add(li, "input_grad", layer.input_grad_comm, pos[(top, "input_grad")], (0, True), 0.0, True)
+            elif li > 0:
+                i = pos[(li, "input_grad")]
+                add(li, "input_grad", layer.input_grad_comm, i, after(i), 0.0, False)
+        if layer.weight_grad_comm is not None:
+            add(li, "weight_grad", layer.weight_grad_comm, pos[(li, "weight_grad")],
+                (pos[(li, "forward")], True), layer.update_s, False)
+    return Iteration(computes, tuple(comms))

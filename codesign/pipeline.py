@@ -1,0 +1,212 @@
+"""One solve, end to end: problem -> MILP(s) on HiGHS -> Solution.
+
+The network order is a policy (LIFO or FIFO), but which collectives wait for which depends on their
+durations, and those depend on the design. So the solve is a fixed point: replay the policy at a design
+to get the order, solve the MILP for the best design under that order, and repeat until the policy
+replayed at the MILP's design gives back the order the MILP used (usually one or two rounds). The
+result is optimal for that order, and the order is the one the policy really produces at that design.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import pyomo.environ as pyo
+
+from .costs import collective_time, compute_time
+from .endpoint import design_area_mm2, design_of, design_power_w
+from .errors import InfeasibleError, SolverError
+from .evaluate import Order, Replay, run_policy, run_sequence
+from .milp.data import TIME_UNIT, ModelData, model_data
+from .milp.highs import SolveStats, solve_model
+from .milp.model import build_model
+from .problem import Problem
+from .solution import ScheduledTask, Solution
+from .units import AREA_MM2, SECONDS, WATTS, format_quantity
+
+MAX_ROUNDS = 5
+Extra = Callable[[pyo.ConcreteModel, Problem], None]
+
+
+def durations(md: ModelData, choice: dict[str, int]) -> tuple[list[float], list[float]]:
+    """Compute and collective durations (s) at a design, from the shared cost functions."""
+    p = md.problem
+    design = design_of(p.engine, choice)
+    pc = [compute_time(c.demand, p.engine, p.npu, design) for c in md.iteration.computes]
+    dc = [collective_time(dem, p.engine, p.npu, design) for dem in md.demands]
+    return pc, dc
+
+
+def replay_policy(md: ModelData, choice: dict[str, int]) -> Replay:
+    pc, dc = durations(md, choice)
+    return run_policy(md.iteration, pc, dc, md.problem.schedule.order)
+
+
+def _first_guess(md: ModelData) -> dict[str, int]:
+    """The design the first round's order is replayed at: the middle option of each resource."""
+    return {r: (len(opts) - 1) // 2 for r, opts in md.engine.resources.items()}
+
+
+def _choice_from(m: pyo.ConcreteModel, md: ModelData) -> dict[str, int]:
+    choice = {}
+    for r, opts in md.engine.resources.items():
+        if r in md.engine.sized:
+            choice[r] = max(range(len(opts)), key=lambda o: pyo.value(m.y[r, o]))
+        else:
+            choice[r] = 0
+    return choice
+
+
+def precheck(p: Problem) -> None:
+    """Budgets no configuration can meet, said in the user's terms before any solve."""
+    e = p.engine
+    if e.area_budget_mm2 is not None and e.min_area_mm2() > e.area_budget_mm2 + 1e-12:
+        raise InfeasibleError(f"area budget {e.area_budget_mm2:g} mm^2 < smallest configuration "
+                              f"{e.min_area_mm2():g} mm^2 (short by {e.min_area_mm2() - e.area_budget_mm2:g} mm^2)")
+    if e.power_budget_w is not None and e.min_power_w() > e.power_budget_w + 1e-12:
+        raise InfeasibleError(f"power budget {e.power_budget_w:g} W < smallest configuration "
+                              f"{e.min_power_w():g} W (short by {e.min_power_w() - e.power_budget_w:g} W)")
+
+
+def _explain_infeasible(md: ModelData, order: Order, extra: Extra | None, time_left: float) -> str:
+    """Why the MILP is infeasible, by re-solving relaxed versions of it."""
+    p = md.problem
+    spec = p.solver
+    if extra is not None:
+        base = build_model(md, order)
+        if solve_model(base, spec, time_left).status != "infeasible":
+            return "the problem is feasible without your extra constraints; they make it infeasible"
+    if p.objective.iteration_time_target_s is not None:
+        m = build_model(md, order, objective="iteration_time")  # same budgets, no target
+        st = solve_model(m, spec, time_left)
+        if st.has_solution:
+            best = st.objective * TIME_UNIT
+            target = p.objective.iteration_time_target_s
+            return (f"iteration-time target {format_quantity(target, SECONDS)} < best achievable "
+                    f"{format_quantity(best, SECONDS)} within the budgets (short by "
+                    f"{format_quantity(best - target, SECONDS)})")
+    e = p.engine
+    if e.area_budget_mm2 is not None and e.power_budget_w is not None:
+        m = build_model(md, order, objective="area")
+        m.del_component(m.area_budget)
+        if hasattr(m, "time_target"):
+            m.del_component(m.time_target)
+        st = solve_model(m, spec, time_left)
+        if st.has_solution:
+            return (f"no configuration meets both budgets: area budget {e.area_budget_mm2:g} mm^2 < smallest area "
+                    f"{st.objective:g} mm^2 among configurations within the power budget {e.power_budget_w:g} W")
+    return "the constraints admit no schedule (check budgets, targets and extra constraints)"
+
+
+def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None) -> Solution:
+    """Solve ``problem``: choose the engine design and report the steady-state schedule.
+
+    ``time_limit`` (s) overrides the problem's solver time limit and bounds the whole solve. ``extra``,
+    if given, is called as ``extra(model, problem)`` after each model is built and before it is solved
+    (README: "Adding your own constraints"). Raises InfeasibleError (with the reason) or SolverError.
+    """
+    precheck(problem)
+    md = model_data(problem)
+    limit = time_limit if time_limit is not None else problem.solver.time_limit_s
+    t_start = time.perf_counter()
+    choice = _first_guess(md)
+    used: Order | None = None
+    stats: SolveStats | None = None
+    model = None
+    stable = False
+    rounds = 0
+    seen: list[Order] = []
+    for rounds in range(1, MAX_ROUNDS + 1):
+        order = replay_policy(md, choice).order
+        if order == used:
+            stable = True
+            rounds -= 1
+            break
+        if order in seen:  # a cycle between orders: keep the last solve, say so below
+            break
+        seen.append(order)
+        left = max(0.1, limit - (time.perf_counter() - t_start))
+        model = build_model(md, order)
+        if extra is not None:
+            extra(model, problem)
+        stats = solve_model(model, problem.solver, left)
+        if stats.status == "infeasible":
+            raise InfeasibleError(_explain_infeasible(md, order, extra, left))
+        if not stats.has_solution:
+            bound = f"; best bound {stats.bound:.6g}" if stats.bound is not None else ""
+            raise SolverError(f"HiGHS stopped ({stats.termination}) after {stats.solve_time_s:.1f} s without a "
+                              f"feasible design{bound}; raise the time limit (--time-limit) or relax the problem")
+        choice = _choice_from(model, md)
+        used = order
+    else:
+        stable = replay_policy(md, choice).order == used
+    assert stats is not None and model is not None and used is not None
+    if stats.status == "optimal":
+        choice = _tie_break(md, used, choice, model, extra, max(0.1, limit - (time.perf_counter() - t_start)))
+    return _solution(md, choice, used, stats, model, rounds, stable, time.perf_counter() - t_start)
+
+
+def _tie_break(md: ModelData, order: Order, choice: dict[str, int], m: pyo.ConcreteModel, extra: Extra | None,
+               time_left: float) -> dict[str, int]:
+    """Among designs as good as the optimum, the one with the least area (minimizing time) or the
+    shortest iteration (minimizing area or power): a second, lexicographic solve."""
+    p = md.problem
+    if not md.engine.sized:
+        return choice
+    first = p.objective.minimize
+    second = "area" if first == "iteration_time" else "iteration_time"
+    best = pyo.value(m.obj)
+    m2 = build_model(md, order, objective=second)
+    if extra is not None:
+        extra(m2, p)
+    keep = {"iteration_time": m2.T, "area": m2.area, "power": m2.power}[first]
+    m2.lexicographic = pyo.Constraint(expr=keep <= best * (1 + 1e-7) + 1e-9)
+    st = solve_model(m2, p.solver, time_left)
+    if st.status != "optimal":
+        return choice
+    new = _choice_from(m2, md)
+    # the tie-break must not change the order the policy produces, or the first stage's answer stands
+    return new if replay_policy(md, new).order == order else choice
+
+
+def _solution(md: ModelData, choice: dict[str, int], order: Order, stats: SolveStats, m: pyo.ConcreteModel,
+              rounds: int, stable: bool, wall: float) -> Solution:
+    p = md.problem
+    pc, dc = durations(md, choice)
+    rep = run_sequence(md.iteration, pc, dc, order)
+    notes = []
+    what = p.objective.minimize
+    T = rep.period_s
+    if what == "iteration_time":
+        T_milp = pyo.value(m.T) * TIME_UNIT
+        if abs(T_milp - T) > 1e-6 * max(T, 1e-12) + 1e-12:
+            notes.append(f"the MILP's period {format_quantity(T_milp, SECONDS)} differs from the replay of its "
+                         f"order {format_quantity(T, SECONDS)}")
+    if not stable:
+        notes.append(f"the {p.schedule.order.upper()} order did not settle in {MAX_ROUNDS} rounds: the design is "
+                     "optimal for the order shown, which the policy does not reproduce exactly at that design")
+    if stats.status == "time_limit":
+        notes.append(f"time limit reached: the design is the best found, within {100 * (stats.gap or 0):.2f}% of "
+                     "the bound, not proven optimal")
+    schedule = []
+    it = md.iteration
+    for j, c in enumerate(it.computes):
+        layer = p.workload.layers[c.layer].name if c.layer >= 0 else ""
+        schedule.append(ScheduledTask(c.name, c.kind, layer, rep.compute_start_s[j], rep.compute_start_s[j] + pc[j]))
+    for k, c in enumerate(it.comms):
+        schedule.append(ScheduledTask(c.name, "comm", p.workload.layers[c.layer].name, rep.comm_start_s[k],
+                                      rep.comm_start_s[k] + dc[k]))
+    schedule.sort(key=lambda t: (t.start_s, t.kind == "comm"))
+    compute_total = sum(pc)
+    scale = TIME_UNIT if what == "iteration_time" else 1.0
+    design = design_of(p.engine, choice)
+    return Solution(
+        problem=p.name, engine=p.engine.kind, objective_kind=what, status=stats.status, iteration_time_s=T,
+        bound_s=stats.bound * TIME_UNIT if (what == "iteration_time" and stats.bound is not None) else None,
+        objective=T if what == "iteration_time" else stats.objective,
+        objective_bound=stats.bound * scale if stats.bound is not None else None, gap=stats.gap,
+        solve_time_s=wall, design=dict(design.values), choice=dict(choice),
+        area_mm2=design_area_mm2(p.engine, choice), power_w=design_power_w(p.engine, choice),
+        compute_time_s=compute_total, exposed_comm_s=max(0.0, T - compute_total), comm_time_s=sum(dc),
+        schedule=tuple(schedule), order_policy=p.schedule.order, order=order, order_rounds=rounds,
+        order_stable=stable, model=stats.size, chunks=p.schedule.chunks, notes=tuple(notes))

@@ -1,0 +1,54 @@
+"""The validated problem: domain objects that the MILP and the evaluators read (built by ``spec``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .endpoint import NPU, Engine
+from .topology import Topology
+from .workload.model import Workload
+
+OBJECTIVES = ("iteration_time", "area", "power")
+ORDERS = ("lifo", "fifo")
+
+
+@dataclass(frozen=True)
+class Objective:
+    """Minimize ``minimize``; for area or power, subject to ``iteration_time_target`` (seconds)."""
+
+    minimize: str = "iteration_time"
+    iteration_time_target_s: float | None = None
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """How collectives share the network: a policy order and the chunks each collective is cut into."""
+
+    order: str = "lifo"
+    chunks: int = 1
+
+
+@dataclass(frozen=True)
+class SolverSpec:
+    """HiGHS settings: time limit (s), relative MIP gap, threads, presolve, and the profile they came from."""
+
+    profile: str = "default"
+    time_limit_s: float = 60.0
+    mip_gap: float = 1e-4
+    threads: int = 1
+    presolve: bool = True
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Everything one solve needs, in SI units."""
+
+    name: str
+    workload: Workload
+    topology: Topology
+    npu: NPU
+    engine: Engine
+    objective: Objective = field(default_factory=Objective)
+    schedule: ScheduleSpec = field(default_factory=ScheduleSpec)
+    solver: SolverSpec = field(default_factory=SolverSpec)
+    description: str = ""
+    path: str | None = None

@@ -1,0 +1,100 @@
+"""Reports of a Solution: the terminal summary, files under --out, and the Gantt picture."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from .problem import Problem
+from .solution import Solution
+from .units import BYTES, BYTES_PER_S, SECONDS, format_quantity
+
+_DESIGN_LABELS = {"sram": ("SRAM", BYTES), "alu": ("ALU", BYTES_PER_S), "dma": ("DMA", BYTES_PER_S),
+                  "comm_cores": ("comm cores", None), "comm_hbm_share": ("comm HBM share", None)}
+
+
+def design_text(s: Solution) -> str:
+    parts = []
+    for r, v in s.design.items():
+        label, dim = _DESIGN_LABELS[r]
+        parts.append(f"{label} {format_quantity(v, dim) if dim else f'{v:g}'}")
+    return ", ".join(parts) if parts else "(nothing to size)"
+
+
+def summary(s: Solution, p: Problem) -> str:
+    """The readable summary ``codesign solve`` prints."""
+    t = lambda x: format_quantity(x, SECONDS)  # noqa: E731
+    topo = p.topology
+    kinds = "/".join(d.kind for d in topo.dims)
+    lines = [f"problem         {s.problem}: {p.workload.name} ({len(p.workload.layers)} layers, {p.workload.parallelism}) "
+             f"on {topo.shape} {kinds} ({topo.npus} NPUs), {s.engine} engine"]
+    budget = []
+    if p.engine.area_budget_mm2 is not None:
+        budget.append(f"budget {p.engine.area_budget_mm2:g} mm^2")
+    lines.append(f"design          {design_text(s)}")
+    if s.engine != "ideal":
+        power_budget = f" (budget {p.engine.power_budget_w:g} W)" if p.engine.power_budget_w is not None else ""
+        lines.append(f"                area {s.area_mm2:.4g} mm^2{' (' + budget[0] + ')' if budget else ''}, "
+                     f"power {s.power_w:.4g} W{power_budget}")
+    lines.append(f"iteration time  {t(s.iteration_time_s)}  (compute {t(s.compute_time_s)}, exposed communication "
+                 f"{t(s.exposed_comm_s)}; network busy {t(s.comm_time_s)}, {s.chunks} chunk(s) per collective)")
+    def val(x: float | None) -> str:
+        if x is None:
+            return "n/a"
+        if s.objective_kind == "iteration_time":
+            return f"{x * 1e6:.6g} us"
+        return f"{x:.6g} {'mm^2' if s.objective_kind == 'area' else 'W'}"
+    obj, bound = val(s.objective), val(s.objective_bound)
+    gap = f"{100 * s.gap:.3f}%" if s.gap is not None else "n/a"
+    lines.append(f"solver          {s.status}: minimize {s.objective_kind.replace('_', ' ')}, objective {obj}, "
+                 f"bound {bound}, gap {gap}, {s.solve_time_s:.2f} s (HiGHS)")
+    lines.append(f"model           {s.model.variables} variables ({s.model.binaries} binary), "
+                 f"{s.model.constraints} constraints; {s.order_policy.upper()} network order "
+                 f"{'settled' if s.order_stable else 'NOT settled'} after {s.order_rounds} round(s)")
+    for n in s.notes:
+        lines.append(f"note            {n}")
+    return "\n".join(lines)
+
+
+def write_outputs(s: Solution, p: Problem, out: Path, *, plot: bool = True) -> list[Path]:
+    """Write solution.json, schedule.csv, summary.txt and (with matplotlib) gantt.png into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    (out / "solution.json").write_text(json.dumps(s.to_dict(), indent=2))
+    written.append(out / "solution.json")
+    with open(out / "schedule.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["name", "kind", "layer", "start_s", "end_s"])
+        for task in s.schedule:
+            w.writerow([task.name, task.kind, task.layer, f"{task.start_s:.9e}", f"{task.end_s:.9e}"])
+    written.append(out / "schedule.csv")
+    (out / "summary.txt").write_text(summary(s, p) + "\n")
+    written.append(out / "summary.txt")
+    if plot:
+        written.append(gantt(s, out / "gantt.png"))
+    return written
+
+
+def gantt(s: Solution, path: Path) -> Path:
+    """One iteration of the steady state: compute on one row, the network on another."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"forward": "#4C72B0", "input_grad": "#DD8452", "weight_grad": "#55A868", "comm": "#C44E52",
+              "idle": "#999999"}
+    fig, ax = plt.subplots(figsize=(11, 2.8))
+    for task in s.schedule:
+        row = 0 if task.kind == "comm" else 1
+        ax.barh(row, (task.end_s - task.start_s) * 1e6, left=task.start_s * 1e6, height=0.6,
+                color=colors.get(task.kind, "#777777"), edgecolor="white", linewidth=0.3)
+    ax.axvline(s.iteration_time_s * 1e6, color="black", linestyle="--", linewidth=1)
+    ax.set_yticks([0, 1], ["network", "compute"])
+    ax.set_xlabel("time in the steady-state iteration (us); dashed: the period")
+    ax.set_title(f"{s.problem}: {s.engine}, iteration {s.iteration_time_s * 1e3:.3f} ms ({s.status})")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()]
+    ax.legend(handles, list(colors), ncol=5, fontsize=7, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

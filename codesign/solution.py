@@ -1,0 +1,78 @@
+"""Result objects: what a solve found, in SI units, ready for reports and JSON."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .milp.highs import ModelSize
+
+#: JSON names of design values, with their units.
+DESIGN_KEYS = {"sram": "sram_bytes", "alu": "alu_rate_bytes_per_s", "dma": "dma_bandwidth_bytes_per_s",
+               "comm_cores": "comm_cores", "comm_hbm_share": "comm_hbm_share"}
+
+
+@dataclass(frozen=True)
+class ScheduledTask:
+    """One task of the steady-state iteration; times in seconds from the iteration's first compute task."""
+
+    name: str
+    kind: str      # forward | input_grad | weight_grad | idle | comm
+    layer: str
+    start_s: float
+    end_s: float
+
+
+@dataclass(frozen=True)
+class Solution:
+    """The answer to one problem.
+
+    ``status``: optimal | time_limit (an incumbent, not proven optimal; see gap) | infeasible.
+    ``iteration_time_s`` is the steady-state period of the chosen design under its network order;
+    ``bound_s`` the solver's proven lower bound on it (minimizing iteration time only);
+    ``objective``/``objective_bound`` are in the objective's unit (s, mm^2 or W).
+    """
+
+    problem: str
+    engine: str
+    objective_kind: str
+    status: str
+    iteration_time_s: float
+    bound_s: float | None
+    objective: float
+    objective_bound: float | None
+    gap: float | None
+    solve_time_s: float
+    design: dict[str, float]
+    choice: dict[str, int]
+    area_mm2: float
+    power_w: float
+    compute_time_s: float
+    exposed_comm_s: float
+    comm_time_s: float
+    schedule: tuple[ScheduledTask, ...]
+    order_policy: str
+    order: tuple[tuple[int, int], ...]
+    order_rounds: int
+    order_stable: bool
+    model: ModelSize
+    chunks: int = 1
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def design_named(self) -> dict[str, float]:
+        return {DESIGN_KEYS[k]: v for k, v in self.design.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document of ``codesign solve --json``."""
+        return {
+            "problem": self.problem, "status": self.status, "objective_kind": self.objective_kind,
+            "iteration_time_s": self.iteration_time_s, "bound_s": self.bound_s, "objective": self.objective,
+            "objective_bound": self.objective_bound, "gap": self.gap, "solve_time_s": self.solve_time_s,
+            "engine": self.engine, "design": self.design_named, "area_mm2": self.area_mm2, "power_w": self.power_w,
+            "compute_time_s": self.compute_time_s, "exposed_comm_s": self.exposed_comm_s,
+            "comm_time_s": self.comm_time_s, "chunks": self.chunks,
+            "order": {"policy": self.order_policy, "rounds": self.order_rounds, "stable": self.order_stable,
+                      "sequence": [list(x) for x in self.order]},
+            "schedule": [asdict(t) for t in self.schedule],
+            "model": asdict(self.model), "notes": list(self.notes),
+        }

@@ -1,0 +1,440 @@
+"""YAML problem file -> validated Problem. Every error names the file, the key path and what was expected.
+
+The file's sections: ``workload``, ``topology``, ``npu``, ``engine``, ``objective``, ``schedule``,
+``solver`` (README: "Problem files" documents every key). Values with units are strings such as
+"25 GB/s", "4 MiB", "500 ns" (see ``units``); relative paths are relative to the problem file.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+from . import units as U
+from .endpoint import ENGINE_KINDS, NPU, Engine, Option
+from .errors import SpecError
+from .problem import OBJECTIVES, ORDERS, Objective, Problem, ScheduleSpec, SolverSpec
+from .topology import ALGORITHMS, KINDS, Dim, Topology
+from .workload.astra import astra_to_workload, parse_astra_workload
+from .workload.model import COLLECTIVES, PARALLELISMS, Comm, Compute, Layer, Workload
+from .yamlfile import YList, YMap, load_yaml
+
+# Per engine resource: the key of an option's value, its unit dimension (None: a plain number), its bounds.
+OPTION_VALUE = {
+    "sram": ("size", U.BYTES), "alu": ("rate", U.BYTES_PER_S), "dma": ("bandwidth", U.BYTES_PER_S),
+    "comm_cores": ("cores", None), "comm_hbm_share": ("share", None),
+}
+
+
+class Ctx:
+    """The file being read, for error messages, and its folder, for relative paths."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.dir = Path(file).resolve().parent
+
+    def error(self, path: str, msg: str, line: int | None = None) -> SpecError:
+        return SpecError(msg, file=self.file, path=path, line=line)
+
+
+def _line(parent: Any, key: Any) -> int | None:
+    if isinstance(parent, YMap):
+        return parent.line_of(key)
+    if isinstance(parent, YList) and isinstance(key, int):
+        return parent.line_of(key)
+    return getattr(parent, "line", None)
+
+
+def _join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def section(ctx: Ctx, obj: Any, path: str, allowed: tuple[str, ...], required: tuple[str, ...] = (),
+            parent: Any = None, key: Any = None) -> YMap:
+    """Check that ``obj`` is a mapping with only ``allowed`` keys and every ``required`` one."""
+    if not isinstance(obj, dict):
+        raise ctx.error(path or "(top level)", f"expected a mapping with keys {', '.join(allowed)}, "
+                        f"got {_kind(obj)}", _line(parent, key))
+    for k in obj:
+        if k not in allowed:
+            near = difflib.get_close_matches(str(k), allowed, n=1, cutoff=0.6)
+            hint = f"; did you mean {near[0]!r}?" if near else f"; valid keys: {', '.join(allowed)}"
+            raise ctx.error(_join(path, str(k)), f"unknown key {k!r}{hint}", _line(obj, k))
+    for k in required:
+        if k not in obj:
+            raise ctx.error(_join(path, k), f"missing required key {k!r}", getattr(obj, "line", None))
+    return obj  # type: ignore[return-value]
+
+
+def _kind(obj: Any) -> str:
+    if obj is None:
+        return "nothing (null)"
+    return {dict: "a mapping", YMap: "a mapping", list: "a list", YList: "a list", str: f"the text {obj!r}",
+            bool: f"the boolean {obj}", int: f"the number {obj}", float: f"the number {obj}"}.get(type(obj), type(obj).__name__)
+
+
+def quantity(ctx: Ctx, m: YMap, key: str, path: str, dim: U.Dimension, *, positive: bool = True,
+             allow_zero: bool = False, default: Any = None) -> float:
+    """A value with a unit, checked > 0 (or >= 0 with ``allow_zero``)."""
+    if key not in m:
+        if default is None:
+            raise ctx.error(_join(path, key), "missing required key", getattr(m, "line", None))
+        return float(default)
+    p = _join(path, key)
+    try:
+        v = U.parse_quantity(m[key], dim)
+    except U.UnitError as e:
+        raise ctx.error(p, str(e), _line(m, key)) from None
+    if positive and (v < 0 or (v == 0 and not allow_zero)):
+        raise ctx.error(p, f"expected {dim.name} {'>= 0' if allow_zero else '> 0'}, got {m[key]!r}", _line(m, key))
+    return v
+
+
+def number(ctx: Ctx, value: Any, path: str, line: int | None, *, lo: float | None = None,
+           hi: float | None = None, integer: bool = False, lo_open: bool = False) -> float:
+    """A plain number in [lo, hi] (or (lo, hi] with ``lo_open``), optionally a whole number."""
+    what = "a whole number" if integer else "a number"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ctx.error(path, f"expected {what}, got {_kind(value)}", line)
+    if integer and value != int(value):
+        raise ctx.error(path, f"expected {what}, got {value}", line)
+    if lo is not None and (value < lo or (lo_open and value == lo)):
+        raise ctx.error(path, f"expected {what} {'>' if lo_open else '>='} {lo:g}, got {value}", line)
+    if hi is not None and value > hi:
+        raise ctx.error(path, f"expected {what} <= {hi:g}, got {value}", line)
+    return float(value)
+
+
+def choice(ctx: Ctx, m: YMap, key: str, path: str, options: tuple[str, ...], default: str | None = None) -> str:
+    if key not in m:
+        if default is None:
+            raise ctx.error(_join(path, key), f"missing required key; expected one of {', '.join(options)}",
+                            getattr(m, "line", None))
+        return default
+    v = m[key]
+    if not isinstance(v, str) or v not in options:
+        near = difflib.get_close_matches(str(v), options, n=1, cutoff=0.5)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise ctx.error(_join(path, key), f"expected one of {', '.join(options)}, got {_kind(v)}{hint}", _line(m, key))
+    return v
+
+
+def text(ctx: Ctx, m: YMap, key: str, path: str, default: str = "") -> str:
+    if key not in m:
+        return default
+    if not isinstance(m[key], str):
+        raise ctx.error(_join(path, key), f"expected text, got {_kind(m[key])}", _line(m, key))
+    return m[key]
+
+
+def items(ctx: Ctx, m: YMap, key: str, path: str, *, allow_empty: bool = False) -> YList:
+    p = _join(path, key)
+    if key not in m:
+        raise ctx.error(p, "missing required key", getattr(m, "line", None))
+    v = m[key]
+    if not isinstance(v, list):
+        raise ctx.error(p, f"expected a list, got {_kind(v)}", _line(m, key))
+    if not v and not allow_empty:
+        raise ctx.error(p, "expected a non-empty list", _line(m, key))
+    return v  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------- workload
+
+def _compute(ctx: Ctx, v: Any, path: str, line: int | None) -> Compute:
+    if v is None:
+        return Compute()
+    if isinstance(v, dict):
+        section(ctx, v, path, ("time", "flops", "bytes"))
+        if "time" in v and ("flops" in v or "bytes" in v):
+            raise ctx.error(path, "give either time, or flops and bytes, not both", v.line)
+        if "time" in v:
+            return Compute(time_s=quantity(ctx, v, "time", path, U.SECONDS, allow_zero=True))
+        return Compute(flops=quantity(ctx, v, "flops", path, U.FLOP, allow_zero=True, default=0.0),
+                       hbm_bytes=quantity(ctx, v, "bytes", path, U.BYTES, allow_zero=True, default=0.0))
+    holder = YMap({"time": v})
+    holder.line, holder.key_lines = line or 0, {"time": line or 0}
+    try:
+        return Compute(time_s=quantity(ctx, holder, "time", path.rsplit(".", 1)[0], U.SECONDS, allow_zero=True))
+    except SpecError as e:
+        raise ctx.error(path, e.detail + " (or a mapping with flops and bytes)", line) from None
+
+
+def _comm(ctx: Ctx, v: Any, path: str, line: int | None, ndims: int) -> Comm | None:
+    if v is None:
+        return None
+    m = section(ctx, v, path, ("collective", "bytes", "dims"), ("collective", "bytes"))
+    coll = choice(ctx, m, "collective", path, COLLECTIVES)
+    nbytes = quantity(ctx, m, "bytes", path, U.BYTES)
+    dims = None
+    if "dims" in m and m["dims"] != "all":
+        dl = m["dims"]
+        if not isinstance(dl, list) or not dl:
+            raise ctx.error(_join(path, "dims"), f"expected 'all' or a non-empty list of dimension indices, "
+                            f"got {_kind(dl)}", _line(m, "dims"))
+        dims = tuple(int(number(ctx, d, f"{_join(path, 'dims')}[{i}]", dl.line_of(i), lo=0, hi=ndims - 1,
+                                integer=True)) for i, d in enumerate(dl))
+        if len(set(dims)) != len(dims):
+            raise ctx.error(_join(path, "dims"), "a dimension is listed twice", _line(m, "dims"))
+    return Comm(coll, nbytes, dims)
+
+
+def workload(ctx: Ctx, w: Any, ndims: int) -> Workload:
+    path = "workload"
+    m = section(ctx, w, path, ("astra", "clock", "name", "parallelism", "layers", "last_bottom_layer"))
+    if "astra" in m:
+        for k in ("parallelism", "layers", "last_bottom_layer"):
+            if k in m:
+                raise ctx.error(_join(path, k), "not allowed with 'astra' (the ASTRA-sim file sets it)", _line(m, k))
+        src = m["astra"]
+        if not isinstance(src, str):
+            raise ctx.error("workload.astra", f"expected a file path, got {_kind(src)}", _line(m, "astra"))
+        clock = quantity(ctx, m, "clock", path, U.HERTZ, default=1e9)
+        wpath = (ctx.dir / src)
+        if not wpath.exists():
+            raise ctx.error("workload.astra", f"workload file {src!r} not found (looked in {ctx.dir})", _line(m, "astra"))
+        aw = parse_astra_workload(wpath)
+        return astra_to_workload(aw, cycle_s=1.0 / clock, name=text(ctx, m, "name", path) or wpath.stem)
+    if "layers" not in m:
+        raise ctx.error(path, "expected either 'astra: <file>' or 'layers: [...]'", m.line)
+    par = choice(ctx, m, "parallelism", path, PARALLELISMS, default="data")
+    layers = []
+    names: set[str] = set()
+    lst = items(ctx, m, "layers", path)
+    for i, lv in enumerate(lst):
+        lp = f"workload.layers[{i}]"
+        lm = section(ctx, lv, lp, ("name", "forward", "input_grad", "weight_grad", "forward_comm",
+                                   "input_grad_comm", "weight_grad_comm", "update"), ("name",), lst, i)
+        name = text(ctx, lm, "name", lp)
+        if not name:
+            raise ctx.error(_join(lp, "name"), "expected a non-empty name", lm.line)
+        if name in names:
+            raise ctx.error(_join(lp, "name"), f"layer name {name!r} is used twice", _line(lm, "name"))
+        names.add(name)
+        layers.append(Layer(
+            name=name,
+            forward=_compute(ctx, lm.get("forward"), _join(lp, "forward"), _line(lm, "forward")),
+            input_grad=_compute(ctx, lm.get("input_grad"), _join(lp, "input_grad"), _line(lm, "input_grad")),
+            weight_grad=_compute(ctx, lm.get("weight_grad"), _join(lp, "weight_grad"), _line(lm, "weight_grad")),
+            forward_comm=_comm(ctx, lm.get("forward_comm"), _join(lp, "forward_comm"), _line(lm, "forward_comm"), ndims),
+            input_grad_comm=_comm(ctx, lm.get("input_grad_comm"), _join(lp, "input_grad_comm"),
+                                  _line(lm, "input_grad_comm"), ndims),
+            weight_grad_comm=_comm(ctx, lm.get("weight_grad_comm"), _join(lp, "weight_grad_comm"),
+                                   _line(lm, "weight_grad_comm"), ndims),
+            update_s=quantity(ctx, lm, "update", lp, U.SECONDS, allow_zero=True, default=0.0)))
+    last_bottom = None
+    if par == "hybrid_dlrm":
+        if "last_bottom_layer" not in m:
+            raise ctx.error("workload.last_bottom_layer", "hybrid_dlrm needs the 0-based index of the last "
+                            "bottom-MLP layer", m.line)
+        b = int(number(ctx, m["last_bottom_layer"], "workload.last_bottom_layer", _line(m, "last_bottom_layer"),
+                       lo=0, hi=len(layers) - 2, integer=True))
+        last_bottom = b + 1
+    return Workload(name=text(ctx, m, "name", path) or Path(ctx.file).stem, parallelism=par,
+                    layers=tuple(layers), dlrm_last_bottom=last_bottom, source=ctx.file)
+
+
+# ---------------------------------------------------------------- topology, npu
+
+def topology(ctx: Ctx, t: Any) -> Topology:
+    m = section(ctx, t, "topology", ("dims",), ("dims",))
+    lst = items(ctx, m, "dims", "topology")
+    dims = []
+    for i, dv in enumerate(lst):
+        p = f"topology.dims[{i}]"
+        dm = section(ctx, dv, p, ("name", "kind", "size", "links", "bandwidth", "latency", "algorithm"),
+                     ("kind", "size", "bandwidth"), lst, i)
+        kind = choice(ctx, dm, "kind", p, KINDS)
+        size = int(number(ctx, dm.get("size"), _join(p, "size"), _line(dm, "size"), integer=True, lo=0))
+        if size <= 1:
+            raise ctx.error(_join(p, "size"), f"a dimension needs at least 2 NPUs for its collectives to have "
+                            f"peers, got {size}", _line(dm, "size"))
+        links = int(number(ctx, dm.get("links", 1), _join(p, "links"), _line(dm, "links"), integer=True, lo=1))
+        algo = choice(ctx, dm, "algorithm", p, ALGORITHMS, default="") if "algorithm" in dm else ""
+        if algo == "halving_doubling" and size & (size - 1):
+            raise ctx.error(_join(p, "algorithm"), f"halving_doubling needs a power-of-two size, got {size}",
+                            _line(dm, "algorithm"))
+        dims.append(Dim(name=text(ctx, dm, "name", p, default=f"dim{i}"), kind=kind, size=size, links=links,
+                        link_bandwidth=quantity(ctx, dm, "bandwidth", p, U.BYTES_PER_S),
+                        latency=quantity(ctx, dm, "latency", p, U.SECONDS, allow_zero=True, default=0.0),
+                        algorithm=algo))
+    return Topology(tuple(dims))
+
+
+def npu(ctx: Ctx, n: Any) -> NPU:
+    d = NPU()
+    if n is None:
+        return d
+    m = section(ctx, n, "npu", ("compute", "hbm_bandwidth", "cores", "core_reduce_rate", "compute_hbm_utilization"))
+    return NPU(
+        compute_flops=quantity(ctx, m, "compute", "npu", U.FLOP_PER_S, default=d.compute_flops),
+        hbm_bandwidth=quantity(ctx, m, "hbm_bandwidth", "npu", U.BYTES_PER_S, default=d.hbm_bandwidth),
+        cores=int(number(ctx, m.get("cores", d.cores), "npu.cores", _line(m, "cores"), integer=True, lo=1)),
+        core_reduce_rate=quantity(ctx, m, "core_reduce_rate", "npu", U.BYTES_PER_S, default=d.core_reduce_rate),
+        compute_hbm_utilization=number(ctx, m.get("compute_hbm_utilization", d.compute_hbm_utilization),
+                                       "npu.compute_hbm_utilization", _line(m, "compute_hbm_utilization"), lo=0, hi=1))
+
+
+# ---------------------------------------------------------------- engine
+
+def _option_value(ctx: Ctx, resource: str, v: Any, path: str, line: int | None, n: NPU) -> float:
+    key, dim = OPTION_VALUE[resource]
+    if dim is not None:
+        try:
+            val = U.parse_quantity(v, dim)
+        except U.UnitError as e:
+            raise ctx.error(path, str(e), line) from None
+        if val <= 0:
+            raise ctx.error(path, f"expected {dim.name} > 0, got {v!r}", line)
+        return val
+    if resource == "comm_cores":
+        return number(ctx, v, path, line, integer=True, lo=1, hi=n.cores - 1)
+    return number(ctx, v, path, line, lo=0, hi=1, lo_open=True)
+
+
+def _options(ctx: Ctx, m: YMap, resource: str, n: NPU) -> tuple[Option, ...]:
+    p = f"engine.{resource}"
+    v = m[resource]
+    key, _ = OPTION_VALUE[resource]
+    if not isinstance(v, list):
+        if isinstance(v, dict):
+            v = YList([v])
+            v.line, v.item_lines = m.line_of(resource), [m.line_of(resource)]
+        else:
+            return (Option(_option_value(ctx, resource, v, p, _line(m, resource), n)),)
+    if not v:
+        raise ctx.error(p, f"empty design space: list at least one option (e.g. {{{key}: ..., area: ..., power: ...}})",
+                        _line(m, resource))
+    out = []
+    for i, ov in enumerate(v):
+        op = f"{p}[{i}]"
+        if isinstance(ov, dict):
+            om = section(ctx, ov, op, (key, "area", "power"), (key,), v, i)
+            out.append(Option(_option_value(ctx, resource, om[key], _join(op, key), _line(om, key), n),
+                              quantity(ctx, om, "area", op, U.AREA_MM2, allow_zero=True, default=0.0),
+                              quantity(ctx, om, "power", op, U.WATTS, allow_zero=True, default=0.0)))
+        else:
+            out.append(Option(_option_value(ctx, resource, ov, op, v.line_of(i), n)))
+    return tuple(out)
+
+
+def engine(ctx: Ctx, e: Any, n: NPU) -> Engine:
+    p = "engine"
+    if not isinstance(e, dict):
+        raise ctx.error(p, f"expected a mapping with 'type: baseline | ace | ideal', got {_kind(e)}")
+    kind = choice(ctx, e, "type", p, ENGINE_KINDS)
+    common = ("type", "endpoint_delay", "area_budget", "power_budget", "fixed_area", "fixed_power")
+    per_kind = {"baseline": ("comm_cores", "comm_hbm_share", "hbm_per_reduce_byte", "hbm_per_copy_byte"),
+                "ace": ("sram", "alu", "dma"), "ideal": ()}[kind]
+    m = section(ctx, e, p, common + per_kind, ("type",) + tuple(r for r in per_kind if r in OPTION_VALUE))
+    resources = {r: _options(ctx, m, r, n) for r in per_kind if r in OPTION_VALUE}
+    if kind == "ace":
+        for i, o in enumerate(resources["dma"]):
+            if o.value >= n.hbm_bandwidth:
+                raise ctx.error(f"engine.dma[{i}]" if len(resources["dma"]) > 1 else "engine.dma",
+                                f"DMA bandwidth {U.format_quantity(o.value, U.BYTES_PER_S)} must be below the NPU's "
+                                f"HBM bandwidth {U.format_quantity(n.hbm_bandwidth, U.BYTES_PER_S)}", _line(m, "dma"))
+
+    def coeff(k: str, default: float) -> float:
+        return number(ctx, m.get(k, default), _join(p, k), _line(m, k), lo=0)
+
+    return Engine(
+        kind=kind, resources=resources,
+        area_budget_mm2=quantity(ctx, m, "area_budget", p, U.AREA_MM2) if "area_budget" in m else None,
+        power_budget_w=quantity(ctx, m, "power_budget", p, U.WATTS) if "power_budget" in m else None,
+        endpoint_delay_s=quantity(ctx, m, "endpoint_delay", p, U.SECONDS, allow_zero=True, default=0.0),
+        hbm_per_reduce_byte=coeff("hbm_per_reduce_byte", 5.0), hbm_per_copy_byte=coeff("hbm_per_copy_byte", 2.0),
+        fixed_area_mm2=quantity(ctx, m, "fixed_area", p, U.AREA_MM2, allow_zero=True, default=0.0),
+        fixed_power_w=quantity(ctx, m, "fixed_power", p, U.WATTS, allow_zero=True, default=0.0))
+
+
+# ---------------------------------------------------------------- objective, schedule, solver
+
+def objective(ctx: Ctx, o: Any) -> Objective:
+    if o is None:
+        return Objective()
+    m = section(ctx, o, "objective", ("minimize", "iteration_time_target"))
+    what = choice(ctx, m, "minimize", "objective", OBJECTIVES, default="iteration_time")
+    target = quantity(ctx, m, "iteration_time_target", "objective", U.SECONDS) if "iteration_time_target" in m else None
+    if what != "iteration_time" and target is None:
+        raise ctx.error("objective.iteration_time_target", f"minimizing {what} needs an iteration-time target "
+                        "(e.g. '2 ms')", m.line)
+    return Objective(what, target)
+
+
+def schedule(ctx: Ctx, s: Any) -> ScheduleSpec:
+    if s is None:
+        return ScheduleSpec()
+    m = section(ctx, s, "schedule", ("order", "chunks"))
+    return ScheduleSpec(order=choice(ctx, m, "order", "schedule", ORDERS, default="lifo"),
+                        chunks=int(number(ctx, m.get("chunks", 1), "schedule.chunks", _line(m, "chunks"),
+                                          integer=True, lo=1, hi=1024)))
+
+
+def solver_settings(ctx: Ctx, s: Any, base: SolverSpec, path: str = "solver") -> SolverSpec:
+    """Settings from a ``solver`` section or a profile file, on top of ``base``."""
+    if s is None:
+        return base
+    m = section(ctx, s, path, ("profile", "time_limit", "gap", "threads", "presolve", "description"))
+    return SolverSpec(
+        profile=base.profile,
+        time_limit_s=quantity(ctx, m, "time_limit", path, U.SECONDS, default=base.time_limit_s),
+        mip_gap=number(ctx, m.get("gap", base.mip_gap), _join(path, "gap"), _line(m, "gap"), lo=0, hi=1),
+        threads=int(number(ctx, m.get("threads", base.threads), _join(path, "threads"), _line(m, "threads"),
+                           integer=True, lo=1, hi=256)),
+        presolve=bool(m.get("presolve", base.presolve)))
+
+
+def find_profile(name: str, start: Path) -> Path | None:
+    """``solvers/<name>.yaml`` in the problem's folder or any folder above it, or in the working folder."""
+    if name.endswith((".yaml", ".yml")) and Path(name).exists():
+        return Path(name)
+    for folder in [start, *start.parents, Path.cwd()]:
+        cand = folder / "solvers" / f"{name}.yaml"
+        if cand.exists():
+            return cand
+    return None
+
+
+def solver(ctx: Ctx, s: Any, override_profile: str | None = None) -> SolverSpec:
+    name = override_profile
+    if name is None and isinstance(s, dict) and "profile" in s:
+        name = s["profile"]
+        if not isinstance(name, str):
+            raise ctx.error("solver.profile", f"expected a profile name, got {_kind(name)}", _line(s, "profile"))
+    base = SolverSpec()
+    if name is not None:
+        prof = find_profile(name, ctx.dir)
+        if prof is None:
+            raise ctx.error("solver.profile", f"no solver profile {name!r}: looked for solvers/{name}.yaml beside "
+                            "the problem, in the folders above it and in the working folder",
+                            _line(s, "profile") if isinstance(s, dict) else None)
+        pctx = Ctx(str(prof))
+        base = solver_settings(pctx, load_yaml(prof), SolverSpec(profile=name), path="")
+    return solver_settings(ctx, s, base)
+
+
+# ---------------------------------------------------------------- the whole problem
+
+TOP_KEYS = ("name", "description", "workload", "topology", "npu", "engine", "objective", "schedule", "solver")
+
+
+def load_problem(path: str | Path, *, solver_profile: str | None = None) -> Problem:
+    """Read and validate a problem file. Raises SpecError (file, key path, expectation) on bad input."""
+    ctx = Ctx(str(path))
+    doc = load_yaml(path)
+    if doc is None:
+        raise ctx.error("(top level)", "the file is empty; expected the sections " + ", ".join(TOP_KEYS[2:]))
+    m = section(ctx, doc, "", TOP_KEYS, ("workload", "topology", "engine"))
+    topo = topology(ctx, m["topology"])
+    wl = workload(ctx, m["workload"], len(topo.dims))
+    n = npu(ctx, m.get("npu"))
+    eng = engine(ctx, m["engine"], n)
+    return Problem(name=text(ctx, m, "name", "") or Path(path).stem, workload=wl, topology=topo, npu=n,
+                   engine=eng, objective=objective(ctx, m.get("objective")), schedule=schedule(ctx, m.get("schedule")),
+                   solver=solver(ctx, m.get("solver"), solver_profile), description=text(ctx, m, "description", ""),
+                   path=str(path))
+

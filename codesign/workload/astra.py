@@ -1,0 +1,168 @@
+"""Importer for ASTRA-sim 1.0 text workloads (format: shared reference, ASTRA_SIM_1_0_SEMANTICS.md).
+
+Line 1 is the parallelism (``DATA``, ``MODEL``, ``HYBRID_DLRM <b>``, ``MICRO``, ...), line 2 the layer
+count, then one line per layer with 12 whitespace-separated fields (13 for ``HYBRID_CUSTOMIZED``):
+name, reserved, fwd compute, fwd comm type, fwd comm bytes, ig compute, ig comm type, ig comm bytes,
+wg compute, wg comm type, wg comm bytes, update delay. Compute and update delay are in cycles of the
+workload clock (1 GHz in ASTRA-sim 1.0, so 1 cycle = 1 ns); communication is in bytes.
+
+``parse_astra_workload`` keeps the raw records (cycles, ASTRA names) for the ASTRA-compatible simulator;
+``astra_to_workload`` converts them to codesign's Workload in SI units.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import SpecError
+from .model import Comm, Compute, Layer, Workload
+
+ASTRA_COMM_TYPES = {"NONE": None, "ALLREDUCE": "all_reduce", "ALLGATHER": "all_gather",
+                    "REDUCESCATTER": "reduce_scatter", "ALLTOALL": "all_to_all"}
+ASTRA_PARALLELISMS = {"DATA": "data", "MODEL": "model", "HYBRID_DATA_MODEL": "hybrid_data_model",
+                      "HYBRID_MODEL_DATA": "hybrid_model_data", "HYBRID_DLRM": "hybrid_dlrm",
+                      "MICRO": "micro", "HYBRID_CUSTOMIZED": "hybrid_customized",
+                      "HYBRID_TRANSFORMER": "hybrid_transformer",
+                      "HYBRID_TRANSFORMER_FWD_IN_BCKWD": "hybrid_transformer"}
+#: The training loops codesign's MILP schedules; the others import but are rejected by ``astra_to_workload``.
+SUPPORTED = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_DLRM", "MICRO")
+
+
+@dataclass(frozen=True)
+class AstraLayer:
+    """One layer line, as ASTRA-sim reads it (cycles and bytes, ASTRA comm-type names)."""
+
+    name: str
+    fwd_compute: int
+    fwd_comm_type: str
+    fwd_comm_bytes: int
+    ig_compute: int
+    ig_comm_type: str
+    ig_comm_bytes: int
+    wg_compute: int
+    wg_comm_type: str
+    wg_comm_bytes: int
+    update_delay: int
+    parallelism: str | None = None  # HYBRID_CUSTOMIZED's 13th field
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class AstraWorkload:
+    """A parsed ASTRA-sim 1.0 workload file."""
+
+    path: str
+    parallelism: str          # ASTRA's word, e.g. "HYBRID_DLRM"
+    args: tuple[str, ...]     # the rest of line 1, e.g. ("4",) for HYBRID_DLRM
+    layers: tuple[AstraLayer, ...]
+
+
+def _int(tok: str, file: str, line: int, what: str) -> int:
+    try:
+        v = float(tok)
+    except ValueError:
+        raise SpecError(f"{what}: expected a number, got {tok!r}", file=file, line=line) from None
+    if v < 0 or v != int(v):
+        raise SpecError(f"{what}: expected a whole number >= 0, got {tok!r}", file=file, line=line)
+    return int(v)
+
+
+def _comm_type(tok: str, file: str, line: int, what: str) -> str:
+    if tok not in ASTRA_COMM_TYPES:
+        raise SpecError(f"{what}: unknown communication type {tok!r}; expected one of "
+                        f"{', '.join(ASTRA_COMM_TYPES)}", file=file, line=line)
+    return tok
+
+
+def parse_astra_workload(path: str | Path) -> AstraWorkload:
+    """Read an ASTRA-sim 1.0 workload file; a malformed file raises SpecError with its line number."""
+    p = Path(path)
+    file = str(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise SpecError("workload file not found", file=file) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"cannot read workload file: {e}", file=file) from None
+    rows = [(i + 1, ln.split()) for i, ln in enumerate(text.splitlines())]
+    rows = [(n, toks) for n, toks in rows if toks]
+    if not rows:
+        raise SpecError("empty workload file; expected the parallelism on line 1", file=file, line=1)
+    n0, head = rows[0]
+    if head[0] not in ASTRA_PARALLELISMS:
+        raise SpecError(f"unknown parallelism {head[0]!r}; expected one of "
+                        f"{', '.join(ASTRA_PARALLELISMS)}", file=file, line=n0)
+    if len(rows) < 2:
+        raise SpecError("missing the layer count on line 2", file=file, line=n0 + 1)
+    n1, count_toks = rows[1]
+    count = _int(count_toks[0], file, n1, "layer count")
+    body = rows[2:]
+    if len(body) != count:
+        raise SpecError(f"the layer count says {count} layers but the file has {len(body)} layer "
+                        f"lines", file=file, line=n1)
+    width = 13 if head[0] == "HYBRID_CUSTOMIZED" else 12
+    layers = []
+    for n, toks in body:
+        if len(toks) < width:
+            raise SpecError(f"layer line has {len(toks)} fields; expected {width} (name reserved "
+                            "fwd_compute fwd_comm_type fwd_comm_bytes ig_compute ig_comm_type "
+                            "ig_comm_bytes wg_compute wg_comm_type wg_comm_bytes update_delay)",
+                            file=file, line=n)
+        name = toks[0]
+        layers.append(AstraLayer(
+            name=name,
+            fwd_compute=_int(toks[2], file, n, f"layer {name} forward compute"),
+            fwd_comm_type=_comm_type(toks[3], file, n, f"layer {name} forward comm type"),
+            fwd_comm_bytes=_int(toks[4], file, n, f"layer {name} forward comm bytes"),
+            ig_compute=_int(toks[5], file, n, f"layer {name} input-grad compute"),
+            ig_comm_type=_comm_type(toks[6], file, n, f"layer {name} input-grad comm type"),
+            ig_comm_bytes=_int(toks[7], file, n, f"layer {name} input-grad comm bytes"),
+            wg_compute=_int(toks[8], file, n, f"layer {name} weight-grad compute"),
+            wg_comm_type=_comm_type(toks[9], file, n, f"layer {name} weight-grad comm type"),
+            wg_comm_bytes=_int(toks[10], file, n, f"layer {name} weight-grad comm bytes"),
+            update_delay=_int(toks[11], file, n, f"layer {name} update delay"),
+            parallelism=toks[12] if width == 13 else None,
+            line=n))
+    return AstraWorkload(path=file, parallelism=head[0], args=tuple(head[1:]), layers=tuple(layers))
+
+
+def _comm(kind: str, nbytes: int) -> Comm | None:
+    coll = ASTRA_COMM_TYPES[kind]
+    if coll is None or nbytes <= 0:
+        return None
+    return Comm(coll, float(nbytes))
+
+
+def astra_to_workload(aw: AstraWorkload, *, cycle_s: float = 1e-9, name: str | None = None) -> Workload:
+    """Convert parsed ASTRA records to a Workload, cycles -> seconds with ``cycle_s`` per cycle."""
+    if aw.parallelism not in SUPPORTED:
+        raise SpecError(f"parallelism {aw.parallelism} imports but codesign's scheduler does not model "
+                        f"it yet; supported: {', '.join(SUPPORTED)}", file=aw.path, line=1)
+    last_bottom = None
+    if aw.parallelism == "HYBRID_DLRM":
+        if not aw.args:
+            raise SpecError("HYBRID_DLRM needs the index of the last bottom-MLP layer after it "
+                            "(e.g. 'HYBRID_DLRM 4')", file=aw.path, line=1)
+        b = _int(aw.args[0], aw.path, 1, "HYBRID_DLRM last bottom layer")
+        if b + 2 > len(aw.layers):
+            raise SpecError(f"HYBRID_DLRM {b}: the top MLP would start at layer {b + 2} but the file "
+                            f"has {len(aw.layers)} layers", file=aw.path, line=1)
+        last_bottom = b + 1
+    layers = []
+    for al in aw.layers:
+        layers.append(Layer(
+            name=al.name,
+            forward=Compute(time_s=al.fwd_compute * cycle_s),
+            input_grad=Compute(time_s=al.ig_compute * cycle_s),
+            weight_grad=Compute(time_s=al.wg_compute * cycle_s),
+            forward_comm=_comm(al.fwd_comm_type, al.fwd_comm_bytes),
+            input_grad_comm=_comm(al.ig_comm_type, al.ig_comm_bytes),
+            weight_grad_comm=_comm(al.wg_comm_type, al.wg_comm_bytes),
+            update_s=al.update_delay * cycle_s))
+    return Workload(name=name or Path(aw.path).stem, parallelism=ASTRA_PARALLELISMS[aw.parallelism],
+                    layers=tuple(layers), dlrm_last_bottom=last_bottom, source=aw.path)
+
+
+def load_astra_workload(path: str | Path, *, cycle_s: float = 1e-9) -> Workload:
+    """Parse and convert in one step."""
+    return astra_to_workload(parse_astra_workload(path), cycle_s=cycle_s)

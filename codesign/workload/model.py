@@ -1,0 +1,93 @@
+"""The workload: a training iteration's layers, their compute and their communication.
+
+A layer's compute is given either as a time measured at the full NPU (all cores, all HBM bandwidth),
+or as FLOPs and HBM bytes, which the NPU's roofline turns into a time (see ``costs.compute_time``).
+Communication is a collective with a size in bytes, over some or all network dimensions.
+Collective sizes follow one convention everywhere: ``bytes`` is the per-NPU size of the full buffer
+(all-reduce: input = output = bytes; reduce-scatter: input bytes, output bytes/P; all-gather: input
+bytes/P, output bytes; all-to-all: input = output = bytes).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
+PARALLELISMS = ("data", "model", "hybrid_data_model", "hybrid_model_data", "hybrid_dlrm", "micro")
+PHASE_KINDS = ("forward", "input_grad", "weight_grad")
+
+
+@dataclass(frozen=True)
+class Compute:
+    """One compute task's demand: a time at the full NPU, or FLOPs plus HBM bytes (roofline)."""
+
+    time_s: float | None = None
+    flops: float | None = None
+    hbm_bytes: float | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not (self.time_s or self.flops or self.hbm_bytes)
+
+
+@dataclass(frozen=True)
+class Comm:
+    """A collective: its type (one of COLLECTIVES), its size in bytes, the dimensions it spans (None: all)."""
+
+    collective: str
+    bytes: float
+    dims: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer: compute for forward, input gradient and weight gradient, the collective each phase
+    issues (or None), and the update delay in seconds after its weight-gradient collective."""
+
+    name: str
+    forward: Compute = field(default_factory=Compute)
+    input_grad: Compute = field(default_factory=Compute)
+    weight_grad: Compute = field(default_factory=Compute)
+    forward_comm: Comm | None = None
+    input_grad_comm: Comm | None = None
+    weight_grad_comm: Comm | None = None
+    update_s: float = 0.0
+
+    def compute(self, kind: str) -> Compute:
+        return {"forward": self.forward, "input_grad": self.input_grad,
+                "weight_grad": self.weight_grad}[kind]
+
+    def comm(self, kind: str) -> Comm | None:
+        return {"forward": self.forward_comm, "input_grad": self.input_grad_comm,
+                "weight_grad": self.weight_grad_comm}[kind]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A model's training iteration.
+
+    ``parallelism`` selects the training loop (as ASTRA-sim 1.0 names them); ``dlrm_last_bottom`` is
+    the 1-based index of the last bottom-MLP layer for ``hybrid_dlrm`` (ASTRA-sim's ``HYBRID_DLRM b``
+    counts b from 0, so layers 1..b+1 are embedding plus bottom MLP).
+    """
+
+    name: str
+    parallelism: str
+    layers: tuple[Layer, ...]
+    dlrm_last_bottom: int | None = None
+    source: str | None = None
+
+    def graph(self) -> nx.DiGraph:
+        """The layer graph: a node per layer (attribute ``layer``), edges in forward data-flow order."""
+        g = nx.DiGraph(name=self.name, parallelism=self.parallelism)
+        for i, layer in enumerate(self.layers):
+            g.add_node(layer.name, index=i, layer=layer)
+            if i:
+                g.add_edge(self.layers[i - 1].name, layer.name)
+        return g
+
+    @property
+    def total_comm_bytes(self) -> float:
+        return sum(c.bytes for layer in self.layers for k in PHASE_KINDS
+                   if (c := layer.comm(k)) is not None)
