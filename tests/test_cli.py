@@ -1,0 +1,91 @@
+"""The command line as a user runs it, and the README's promises."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+REQUIRED = {"status", "iteration_time_s", "bound_s", "gap", "solve_time_s", "engine", "design", "area_mm2",
+            "compute_time_s", "exposed_comm_s", "schedule", "model"}
+
+
+def run(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "codesign", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_solve_json_is_one_clean_document():
+    r = run("solve", "problems/quickstart.yaml", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)  # fails if a solver banner or anything else leaks onto stdout
+    assert REQUIRED <= doc.keys()
+    assert doc["status"] == "optimal" and doc["engine"] == "ace"
+    assert set(doc["design"]) == {"sram_bytes", "alu_rate_bytes_per_s", "dma_bandwidth_bytes_per_s"}
+    assert set(doc["model"]) == {"variables", "binaries", "constraints"} and doc["model"]["binaries"] == 6
+    assert doc["area_mm2"] <= 3.0 + 1e-9
+    assert doc["iteration_time_s"] >= doc["bound_s"] * (1 - 1e-9)
+    assert doc["exposed_comm_s"] == pytest.approx(doc["iteration_time_s"] - doc["compute_time_s"])
+    for task in doc["schedule"]:
+        assert {"name", "kind", "layer", "start_s", "end_s"} <= task.keys()
+        assert task["end_s"] >= task["start_s"] >= 0
+
+
+def test_resnet50_problem_is_optimal_in_seconds():
+    r = run("solve", "problems/resnet50_ace_torus3d.yaml", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["status"] == "optimal" and doc["gap"] <= 1e-4
+    assert doc["solve_time_s"] < 10
+    assert doc["area_mm2"] <= 4.0 + 1e-9
+    assert len([t for t in doc["schedule"] if t["kind"] == "comm"]) == 54
+
+
+def test_summary_and_out_dir(tmp_path):
+    r = run("solve", "problems/quickstart.yaml", "--out", str(tmp_path / "o"), "--solver", "fast")
+    assert r.returncode == 0, r.stderr
+    for line in ("design", "iteration time", "solver", "model"):
+        assert re.search(rf"^{line}\s", r.stdout, re.M), r.stdout
+    assert "bound" in r.stdout and "gap" in r.stdout
+    for f in ("solution.json", "schedule.csv", "summary.txt", "gantt.png"):
+        assert (tmp_path / "o" / f).stat().st_size > 0
+    assert json.loads((tmp_path / "o" / "solution.json").read_text())["status"] == "optimal"
+
+
+def test_infeasible_problem_exits_1_with_reason(tmp_path):
+    text = (ROOT / "problems/quickstart.yaml").read_text().replace("area_budget: 3 mm^2", "area_budget: 0.5 mm^2")
+    p = tmp_path / "tight.yaml"
+    p.write_text(text)
+    r = run("solve", str(p))
+    assert r.returncode == 1
+    assert "area budget 0.5 mm^2 < smallest configuration 0.75 mm^2" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def _readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    return [ln.strip() for ln in text.splitlines() if ln.startswith("    python3 -m venv")]
+
+
+def test_readme_has_the_two_setup_commands_and_ci_runs_the_test_one():
+    cmds = _readme_commands()
+    assert len(cmds) == 2
+    main, tests = cmds
+    problem = re.search(r"codesign solve (\S+)", main).group(1)
+    assert (ROOT / problem).exists()
+    ci = (ROOT / ".ci/run").read_text()
+    install, test = tests.split("&& pip install")[1].split("&&")
+    assert ("pip install" + install).strip() in ci
+    assert test.strip() in ci
+
+
+def test_readme_main_job_runs():
+    main = _readme_commands()[0]
+    problem = re.search(r"codesign solve (\S+)", main).group(1)
+    r = run("solve", problem)
+    assert r.returncode == 0, r.stderr
+    assert "optimal" in r.stdout

@@ -1,0 +1,125 @@
+"""MILP optima on problems small enough to check by hand.
+
+Two layers, 10 us per compute task, program order f1 f2 w2 i2 w1 (layer 1 has no input gradient):
+compute is 50 us. Each layer all-reduces 1 MB over two NPUs on one 100 GB/s link: 10 us on the wire.
+ACE's DMA reads the input and writes the output, 2 MB: 20 us at 100 GB/s, 5 us at 400 GB/s, so a
+collective takes 30 us or 15 us (the ALU, 0.5 MB at 1 TB/s, never binds). LIFO timeline: w2 ends at
+30 us and releases c2; w1 ends at 50 us and releases c1; the next iteration's f1 waits for c1.
+  fast DMA: c2 30-45, c1 50-65  -> T = 65 us
+  slow DMA: c2 30-60, c1 60-90  -> T = 90 us
+"""
+from __future__ import annotations
+
+import pytest
+
+from codesign import InfeasibleError, solve
+from codesign.endpoint import Engine, Option
+from codesign.problem import Objective
+
+from conftest import ace, problem, ring2, two_layer_workload
+
+SLOW, FAST = (100e9, 1.0), (400e9, 2.0)
+
+
+def test_fast_dma_chosen_without_budget():
+    s = solve(problem(two_layer_workload(), ring2(), ace([SLOW, FAST])))
+    assert s.status == "optimal"
+    assert s.design["dma"] == 400e9
+    assert s.iteration_time_s == pytest.approx(65e-6, rel=1e-6)
+    assert s.bound_s == pytest.approx(65e-6, rel=1e-6)
+    assert s.compute_time_s == pytest.approx(50e-6)
+    assert s.exposed_comm_s == pytest.approx(15e-6, rel=1e-6)
+    assert s.gap == pytest.approx(0.0, abs=1e-6)
+
+
+def test_area_budget_forces_slow_dma():
+    s = solve(problem(two_layer_workload(), ring2(), ace([SLOW, FAST], area_budget_mm2=1.5)))
+    assert s.design["dma"] == 100e9
+    assert s.area_mm2 <= 1.5
+    assert s.iteration_time_s == pytest.approx(90e-6, rel=1e-6)
+
+
+def test_min_area_under_time_target():
+    # 90 us is reachable with the small DMA; 80 us needs the big one
+    eng = ace([SLOW, FAST])
+    s = solve(problem(two_layer_workload(), ring2(), eng, objective=Objective("area", 95e-6)))
+    assert s.design["dma"] == 100e9 and s.area_mm2 == pytest.approx(1.0)
+    s = solve(problem(two_layer_workload(), ring2(), eng, objective=Objective("area", 80e-6)))
+    assert s.design["dma"] == 400e9 and s.iteration_time_s <= 80e-6 * (1 + 1e-9)
+
+
+def test_time_target_infeasible_says_by_how_much():
+    eng = ace([SLOW, FAST], area_budget_mm2=1.5)
+    with pytest.raises(InfeasibleError) as e:
+        solve(problem(two_layer_workload(), ring2(), eng, objective=Objective("area", 70e-6)))
+    msg = str(e.value)
+    assert "target 70 us" in msg and "best achievable 90 us" in msg and "short by 20 us" in msg
+
+
+def test_area_budget_below_smallest_configuration():
+    with pytest.raises(InfeasibleError, match=r"area budget 0.5 mm\^2 < smallest configuration 1 mm\^2"):
+        solve(problem(two_layer_workload(), ring2(), ace([SLOW, FAST], area_budget_mm2=0.5)))
+
+
+def test_budgets_jointly_infeasible():
+    eng = Engine("ace", {"sram": (Option(2**26),), "alu": (Option(1e12),),
+                         "dma": (Option(100e9, 1.0, 3.0), Option(400e9, 3.0, 1.0))},
+                 area_budget_mm2=2.0, power_budget_w=2.0)
+    with pytest.raises(InfeasibleError, match="no configuration meets both budgets"):
+        solve(problem(two_layer_workload(), ring2(), eng))
+
+
+def test_dma_that_starves_compute_of_hbm_is_not_chosen():
+    # 600 GB/s of DMA leaves 300 GB/s of HBM to compute, which draws 450 GB/s at full speed: compute
+    # slows 1.5x (75 us), which costs more than the 1.7 us the faster DMA saves per collective.
+    s = solve(problem(two_layer_workload(), ring2(), ace([FAST, (600e9, 2.0)])))
+    assert s.design["dma"] == 400e9
+    assert s.iteration_time_s == pytest.approx(65e-6, rel=1e-6)
+
+
+def test_fifo_and_lifo_differ_as_hand_computed():
+    # Layers of different sizes: l1 all-reduces 3 MB (30 us wire), l2 1 MB, on an ideal engine.
+    from codesign.workload.model import Comm, Compute, Layer, Workload
+    t = Compute(time_s=10e-6)
+    w = Workload("w", "data", (Layer("l1", t, t, t, weight_grad_comm=Comm("all_reduce", 3e6)),
+                               Layer("l2", t, t, t, weight_grad_comm=Comm("all_reduce", 1e6))))
+    ideal = Engine("ideal")
+    # releases: c2 at 30, c1 at 50; network: c2 30-40, c1 50-80; f1 of the next iteration at 80
+    for order in ("lifo", "fifo"):
+        s = solve(problem(w, ring2(), ideal, order=order))
+        assert s.iteration_time_s == pytest.approx(80e-6, rel=1e-6)
+
+
+def test_baseline_cores_and_hbm_split():
+    # Baseline: per byte on the wire an all-reduce over 2 NPUs touches 3.5 bytes of HBM (5 for the
+    # reduced half, 2 for the gathered half): 3.5 MB per collective. With 20% of 900 GB/s it takes
+    # 19.4 us; with 40%, 9.72 us, under the 10 us of the link. Reduction of 0.5 MB on 2 cores at
+    # 25 GB/s each: 10 us. Giving communication 40% of HBM leaves 540 GB/s, above the 450 GB/s
+    # compute draws, so compute is not slowed; 2 of 80 cores slow it by 80/78.
+    eng = Engine("baseline", {"comm_cores": (Option(2),), "comm_hbm_share": (Option(0.2), Option(0.4))})
+    s = solve(problem(two_layer_workload(), ring2(), eng))
+    assert s.design["comm_hbm_share"] == 0.4
+    assert s.compute_time_s == pytest.approx(50e-6 * 80 / 78, rel=1e-9)
+    # c2 released at 30*80/78, takes 10 us; c1 released at 50*80/78 takes 10 us; T = c1 end
+    assert s.iteration_time_s == pytest.approx(50e-6 * 80 / 78 + 10e-6, rel=1e-6)
+
+
+def test_extra_hook_adds_a_constraint():
+    import pyomo.environ as pyo
+
+    def forbid_fast(m, p):
+        m.no_fast = pyo.Constraint(expr=m.y["dma", 1] == 0)
+
+    s = solve(problem(two_layer_workload(), ring2(), ace([SLOW, FAST])), extra=forbid_fast)
+    assert s.design["dma"] == 100e9
+    assert s.iteration_time_s == pytest.approx(90e-6, rel=1e-6)
+
+
+def test_extra_hook_infeasible_is_blamed_on_it():
+    import pyomo.environ as pyo
+
+    def impossible(m, p):
+        m.too_fast = pyo.Constraint(expr=m.T <= 1.0)  # 1 us, in the model's microseconds
+
+    with pytest.raises(InfeasibleError, match="extra constraints"):
+        solve(problem(two_layer_workload(), ring2(), ace([SLOW, FAST])), extra=impossible)
