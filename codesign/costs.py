@@ -6,10 +6,11 @@ times for one concrete design. Both come from ``collective_demands`` (what a col
 resource, design-independent) and ``resource_time`` (demand over rate).
 
 Collective timing model (one collective, split into k chunks that pipeline through its phases):
-    duration = sum over phases of f_ph  +  f_dma  +  (k - 1) * B
+    duration = sum over phases of f_ph  +  (k - 1) * B
 where f_ph, a chunk's time in phase ph, is its longest time on any resource it uses there (links of
 the phase's dimension, including hop latency and endpoint delay per step; HBM and cores on the
-baseline; ALUs on ACE), f_dma is ACE's DMA of the chunk in and out, and B, the pipeline's interval,
+baseline; ALUs on ACE, and ACE's DMA, which streams the input in during the first phase and the
+output out during the last, as the baseline's HBM traffic overlaps its phases), and B, the pipeline's interval,
 is the largest per-chunk load on one resource summed over all phases that use it (each dimension's
 links, HBM, cores, ALUs, DMA) or ACE's SRAM bound by Little's law: with ``sram`` bytes and a chunk
 residence of R seconds (its traversal at link speed), at most sram/R bytes/s flow, so B >= chunk*R/sram.
@@ -46,8 +47,8 @@ class CollectiveDemands:
     """What one chunk of a collective asks of each resource (design-independent).
 
     ``phase_link_s[i]``: seconds on the links of phase i's dimension; ``phase_hbm_bytes[i]``: baseline
-    HBM bytes touched; ``phase_reduce_bytes[i]``: bytes summed; ``ace_hbm_bytes``: ACE's DMA bytes for
-    the chunk (input read plus output written); ``residence_s``: the chunk's traversal at link speed.
+    HBM bytes touched; ``phase_reduce_bytes[i]``: bytes summed; ``ace_in_bytes``/``ace_out_bytes``: what
+    ACE's DMA reads (input) and writes (output) for the chunk; ``residence_s``: its traversal at link speed.
     """
 
     chunks: int
@@ -56,8 +57,18 @@ class CollectiveDemands:
     phase_link_s: tuple[float, ...]
     phase_hbm_bytes: tuple[float, ...]
     phase_reduce_bytes: tuple[float, ...]
-    ace_hbm_bytes: float
+    ace_in_bytes: float
+    ace_out_bytes: float
     residence_s: float
+
+    @property
+    def ace_hbm_bytes(self) -> float:
+        return self.ace_in_bytes + self.ace_out_bytes
+
+    def phase_dma_bytes(self, i: int) -> float:
+        """ACE DMA bytes during phase i: the input in the first phase, the output in the last."""
+        last = len(self.phase_dims) - 1
+        return (self.ace_in_bytes if i == 0 else 0.0) + (self.ace_out_bytes if i == last else 0.0)
 
     def link_load_s(self) -> dict[int, float]:
         """Per dimension, the chunk's total link seconds over the phases on it."""
@@ -76,7 +87,7 @@ def collective_demands(comm: Comm, topology: Topology, engine: Engine, chunks: i
                 for p in phs)
     red = tuple(p.reduce_bytes for p in phs)
     inp, out = payload_bytes(comm, topology, c)
-    return CollectiveDemands(chunks, c, tuple(p.dim for p in phs), link, hbm, red, inp + out, sum(link))
+    return CollectiveDemands(chunks, c, tuple(p.dim for p in phs), link, hbm, red, inp, out, sum(link))
 
 
 def endpoint_rates(engine: Engine, npu: NPU, design: Design) -> dict[str, float]:
@@ -96,12 +107,9 @@ def phase_resource_times(dem: CollectiveDemands, i: int, kind: str, rates: dict[
         return {"hbm": resource_time(dem.phase_hbm_bytes[i], rates["hbm"]),
                 "cores": resource_time(dem.phase_reduce_bytes[i], rates["cores"])}
     if kind == "ace":
-        return {"alu": resource_time(dem.phase_reduce_bytes[i], rates["alu"])}
+        return {"alu": resource_time(dem.phase_reduce_bytes[i], rates["alu"]),
+                "dma": resource_time(dem.phase_dma_bytes(i), rates["dma"])}
     return {}
-
-
-def dma_time(dem: CollectiveDemands, kind: str, rates: dict[str, float]) -> float:
-    return resource_time(dem.ace_hbm_bytes, rates["dma"]) if kind == "ace" else 0.0
 
 
 def sram_interval(dem: CollectiveDemands, sram_bytes: float) -> float:
@@ -121,9 +129,6 @@ def collective_time(dem: CollectiveDemands, engine: Engine, npu: NPU, design: De
         traversal += max([link_s, *ep.values()])
         for r, t in ep.items():
             loads[r] = loads.get(r, 0.0) + t
-    dma = dma_time(dem, engine.kind, rates)
-    traversal += dma
-    loads["dma"] = dma
     if engine.kind == "ace":
         loads["sram"] = sram_interval(dem, rates["sram"])
     return traversal + (dem.chunks - 1) * max(loads.values())

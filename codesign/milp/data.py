@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..costs import (CollectiveDemands, collective_demands, compute_slowdowns, compute_time_terms, dma_time,
-                     endpoint_rates, phase_resource_times, sram_interval)
+from ..costs import (CollectiveDemands, collective_demands, compute_slowdowns, compute_time_terms, endpoint_rates,
+                     phase_resource_times, sram_interval)
 from ..endpoint import Design, Engine
 from ..iteration import Iteration, build_iteration
 from ..problem import Problem
@@ -24,7 +24,8 @@ RATE_OF = {"comm_hbm_share": "hbm", "comm_cores": "cores", "alu": "alu", "dma": 
 #: Per engine, the resource that sets the cores left to compute and the one that sets the HBM left.
 COMPUTE_DRIVERS = {"baseline": ("comm_cores", "comm_hbm_share"), "ace": (None, "dma"), "ideal": (None, None)}
 #: Per engine, the resource behind each endpoint time of a phase.
-PHASE_DRIVERS = {"baseline": {"hbm": "comm_hbm_share", "cores": "comm_cores"}, "ace": {"alu": "alu"}, "ideal": {}}
+PHASE_DRIVERS = {"baseline": {"hbm": "comm_hbm_share", "cores": "comm_cores"}, "ace": {"alu": "alu", "dma": "dma"},
+                 "ideal": {}}
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,6 @@ class ModelData:
         dem, kind = self.demands[k], self.engine.kind
         return [self._term(res, lambda v, rk=rk, res=res: phase_resource_times(dem, i, kind, self._rates(res, v))[rk])
                 for rk, res in PHASE_DRIVERS[kind].items()]
-
-    def dma_term(self, k: int) -> Term:
-        return self._term("dma", lambda v: dma_time(self.demands[k], "ace", {"dma": v}))
 
     def sram_term(self, k: int) -> Term:
         return self._term("sram", lambda v: sram_interval(self.demands[k], v))

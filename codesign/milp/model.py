@@ -8,8 +8,9 @@ Component names are the public API for ``extra(model, problem)`` hooks (README: 
   compute_time[j]     duration of compute task j (us): a Var >= each bound when the design changes it
   comm_start[k]       start of collective k (us)
   phase_time[k, i]    a chunk's time in phase i of collective k (us): >= links, >= each endpoint resource
+                      (baseline: HBM, cores; ACE: ALUs, and DMA in the first and last phase)
   interval[k]         the chunk pipeline's interval (us): >= each resource's per-chunk load, SRAM bound
-  comm_time[k]        Expression: sum_i phase_time + DMA + (chunks - 1) * interval  (us)
+  comm_time[k]        Expression: sum_i phase_time + (chunks - 1) * interval  (us)
   area, power         Expressions: engine area (mm^2) and power (W) of the chosen options
   obj                 the objective (T, area or power)
 Constraint blocks: one_option, area_budget, power_budget, compute_bound, chain, compute_wrap, phase_bound,
@@ -104,18 +105,16 @@ def build_model(md: ModelData, order: Order, *, objective: str | None = None,
                 e = lin(t)
                 m.phase_bound.add(m.phase_time[k, i] >= e)
                 loads.setdefault(t.resource, []).append(e)
-        dma = lin(md.dma_term(k)) if eng.kind == "ace" and nph[k] else 0.0
         if chunks > 1 and nph[k]:
             for d, s in dem.link_load_s().items():
                 m.interval_bound.add(m.interval[k] >= s / TIME_UNIT)
             for es in loads.values():
                 m.interval_bound.add(m.interval[k] >= sum(es))
             if eng.kind == "ace":
-                m.interval_bound.add(m.interval[k] >= dma)
                 m.interval_bound.add(m.interval[k] >= lin(md.sram_term(k)))
         else:
             m.interval[k].fix(0.0)
-        comm_time[k] = sum(m.phase_time[k, i] for i in range(nph[k])) + dma + (chunks - 1) * m.interval[k]
+        comm_time[k] = sum(m.phase_time[k, i] for i in range(nph[k])) + (chunks - 1) * m.interval[k]
     m.comm_time = pyo.Expression(m.K, rule=lambda m, k: comm_time[k])
 
     # ---- precedence between compute and collectives
