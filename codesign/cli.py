@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -34,7 +35,7 @@ def _solve(args: argparse.Namespace) -> int:
     from .report import summary, write_outputs
     from .spec import load_problem
 
-    if args.time_limit is not None and args.time_limit <= 0:
+    if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise_usage("--time-limit must be a positive number of seconds")
     problem = load_problem(args.problem, solver_profile=args.solver)
     sol = solve(problem, time_limit=args.time_limit)

@@ -97,7 +97,16 @@ def number(ctx: Ctx, value: Any, path: str, line: int | None, *, lo: float | Non
            hi: float | None = None, integer: bool = False, lo_open: bool = False) -> float:
     """A plain number in [lo, hi] (or (lo, hi] with ``lo_open``), optionally a whole number."""
     what = "a whole number" if integer else "a number"
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, str):
+        try:  # YAML 1.1 reads 1e-4 (no dot) as text; a user means the number
+            value = float(value) if any(c in value for c in ".eE") else int(value)
+        except ValueError:
+            pass
+    try:
+        finite = isinstance(value, (int, float)) and math.isfinite(value)
+    except OverflowError:
+        finite = False
+    if isinstance(value, bool) or not finite:
         raise ctx.error(path, f"expected {what}, got {_kind(value)}", line)
     if integer and value != int(value):
         raise ctx.error(path, f"expected {what}, got {value}", line)
@@ -182,9 +191,10 @@ def _comm(ctx: Ctx, v: Any, path: str, line: int | None, ndims: int) -> Comm | N
     return Comm(coll, nbytes, dims)
 
 
-def workload(ctx: Ctx, w: Any, ndims: int) -> Workload:
+def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
     path = "workload"
-    m = section(ctx, w, path, ("astra", "clock", "name", "parallelism", "layers", "last_bottom_layer"))
+    m = section(ctx, w, path, ("astra", "clock", "name", "parallelism", "layers", "last_bottom_layer"),
+                parent=top, key="workload")
     if "astra" in m:
         for k in ("parallelism", "layers", "last_bottom_layer"):
             if k in m:
@@ -239,8 +249,8 @@ def workload(ctx: Ctx, w: Any, ndims: int) -> Workload:
 
 # ---------------------------------------------------------------- topology, npu
 
-def topology(ctx: Ctx, t: Any) -> Topology:
-    m = section(ctx, t, "topology", ("dims",), ("dims",))
+def topology(ctx: Ctx, t: Any, top: YMap) -> Topology:
+    m = section(ctx, t, "topology", ("dims",), ("dims",), parent=top, key="topology")
     lst = items(ctx, m, "dims", "topology")
     dims = []
     for i, dv in enumerate(lst):
@@ -264,11 +274,12 @@ def topology(ctx: Ctx, t: Any) -> Topology:
     return Topology(tuple(dims))
 
 
-def npu(ctx: Ctx, n: Any) -> NPU:
+def npu(ctx: Ctx, n: Any, top: YMap) -> NPU:
     d = NPU()
     if n is None:
         return d
-    m = section(ctx, n, "npu", ("compute", "hbm_bandwidth", "cores", "core_reduce_rate", "compute_hbm_utilization"))
+    m = section(ctx, n, "npu", ("compute", "hbm_bandwidth", "cores", "core_reduce_rate", "compute_hbm_utilization"),
+                parent=top, key="npu")
     return NPU(
         compute_flops=quantity(ctx, m, "compute", "npu", U.FLOP_PER_S, default=d.compute_flops),
         hbm_bandwidth=quantity(ctx, m, "hbm_bandwidth", "npu", U.BYTES_PER_S, default=d.hbm_bandwidth),
@@ -289,6 +300,9 @@ def _option_value(ctx: Ctx, resource: str, v: Any, path: str, line: int | None, 
             raise ctx.error(path, str(e), line) from None
         if val <= 0:
             raise ctx.error(path, f"expected {dim.name} > 0, got {v!r}", line)
+        if resource == "dma" and val >= n.hbm_bandwidth:
+            raise ctx.error(path, f"DMA bandwidth {U.format_quantity(val, U.BYTES_PER_S)} must be below the NPU's "
+                            f"HBM bandwidth {U.format_quantity(n.hbm_bandwidth, U.BYTES_PER_S)}", line)
         return val
     if resource == "comm_cores":
         return number(ctx, v, path, line, integer=True, lo=1, hi=n.cores - 1)
@@ -299,12 +313,10 @@ def _options(ctx: Ctx, m: YMap, resource: str, n: NPU) -> tuple[Option, ...]:
     p = f"engine.{resource}"
     v = m[resource]
     key, _ = OPTION_VALUE[resource]
+    if isinstance(v, dict):  # one option written as a mapping, not in a list
+        return (_option(ctx, resource, v, p, m, resource, n),)
     if not isinstance(v, list):
-        if isinstance(v, dict):
-            v = YList([v])
-            v.line, v.item_lines = m.line_of(resource), [m.line_of(resource)]
-        else:
-            return (Option(_option_value(ctx, resource, v, p, _line(m, resource), n)),)
+        return (Option(_option_value(ctx, resource, v, p, _line(m, resource), n)),)
     if not v:
         raise ctx.error(p, f"empty design space: list at least one option (e.g. {{{key}: ..., area: ..., power: ...}})",
                         _line(m, resource))
@@ -312,31 +324,36 @@ def _options(ctx: Ctx, m: YMap, resource: str, n: NPU) -> tuple[Option, ...]:
     for i, ov in enumerate(v):
         op = f"{p}[{i}]"
         if isinstance(ov, dict):
-            om = section(ctx, ov, op, (key, "area", "power"), (key,), v, i)
-            out.append(Option(_option_value(ctx, resource, om[key], _join(op, key), _line(om, key), n),
-                              quantity(ctx, om, "area", op, U.AREA_MM2, allow_zero=True, default=0.0),
-                              quantity(ctx, om, "power", op, U.WATTS, allow_zero=True, default=0.0)))
+            out.append(_option(ctx, resource, ov, op, v, i, n))
         else:
             out.append(Option(_option_value(ctx, resource, ov, op, v.line_of(i), n)))
     return tuple(out)
 
 
-def engine(ctx: Ctx, e: Any, n: NPU) -> Engine:
+def _option(ctx: Ctx, resource: str, ov: Any, op: str, parent: Any, key: Any, n: NPU) -> Option:
+    """One option written as a mapping: its value under the resource's key, area and power."""
+    vkey, _ = OPTION_VALUE[resource]
+    om = section(ctx, ov, op, (vkey, "area", "power"), (vkey,), parent, key)
+    return Option(_option_value(ctx, resource, om[vkey], _join(op, vkey), _line(om, vkey), n),
+                  quantity(ctx, om, "area", op, U.AREA_MM2, allow_zero=True, default=0.0),
+                  quantity(ctx, om, "power", op, U.WATTS, allow_zero=True, default=0.0))
+
+
+def engine(ctx: Ctx, e: Any, n: NPU, top: YMap) -> Engine:
     p = "engine"
     if not isinstance(e, dict):
-        raise ctx.error(p, f"expected a mapping with 'type: baseline | ace | ideal', got {_kind(e)}")
+        raise ctx.error(p, f"expected a mapping with 'type: baseline | ace | ideal', got {_kind(e)}", _line(top, "engine"))
+    if "type" not in e:
+        near = difflib.get_close_matches("type", [str(k) for k in e], n=1, cutoff=0.6)
+        hint = f" ({near[0]!r} is there: a typo?)" if near else ""
+        raise ctx.error("engine.type", f"missing required key; expected one of {', '.join(ENGINE_KINDS)}{hint}",
+                        _line(e, near[0]) if near else getattr(e, "line", None))
     kind = choice(ctx, e, "type", p, ENGINE_KINDS)
     common = ("type", "endpoint_delay", "area_budget", "power_budget", "fixed_area", "fixed_power")
     per_kind = {"baseline": ("comm_cores", "comm_hbm_share", "hbm_per_reduce_byte", "hbm_per_copy_byte"),
                 "ace": ("sram", "alu", "dma"), "ideal": ()}[kind]
     m = section(ctx, e, p, common + per_kind, ("type",) + tuple(r for r in per_kind if r in OPTION_VALUE))
     resources = {r: _options(ctx, m, r, n) for r in per_kind if r in OPTION_VALUE}
-    if kind == "ace":
-        for i, o in enumerate(resources["dma"]):
-            if o.value >= n.hbm_bandwidth:
-                raise ctx.error(f"engine.dma[{i}]" if len(resources["dma"]) > 1 else "engine.dma",
-                                f"DMA bandwidth {U.format_quantity(o.value, U.BYTES_PER_S)} must be below the NPU's "
-                                f"HBM bandwidth {U.format_quantity(n.hbm_bandwidth, U.BYTES_PER_S)}", _line(m, "dma"))
 
     def coeff(k: str, default: float) -> float:
         return number(ctx, m.get(k, default), _join(p, k), _line(m, k), lo=0)
@@ -353,10 +370,10 @@ def engine(ctx: Ctx, e: Any, n: NPU) -> Engine:
 
 # ---------------------------------------------------------------- objective, schedule, solver
 
-def objective(ctx: Ctx, o: Any) -> Objective:
+def objective(ctx: Ctx, o: Any, top: YMap) -> Objective:
     if o is None:
         return Objective()
-    m = section(ctx, o, "objective", ("minimize", "iteration_time_target"))
+    m = section(ctx, o, "objective", ("minimize", "iteration_time_target"), parent=top, key="objective")
     what = choice(ctx, m, "minimize", "objective", OBJECTIVES, default="iteration_time")
     target = quantity(ctx, m, "iteration_time_target", "objective", U.SECONDS) if "iteration_time_target" in m else None
     if what != "iteration_time" and target is None:
@@ -365,27 +382,35 @@ def objective(ctx: Ctx, o: Any) -> Objective:
     return Objective(what, target)
 
 
-def schedule(ctx: Ctx, s: Any) -> ScheduleSpec:
+def schedule(ctx: Ctx, s: Any, top: YMap) -> ScheduleSpec:
     if s is None:
         return ScheduleSpec()
-    m = section(ctx, s, "schedule", ("order", "chunks"))
+    m = section(ctx, s, "schedule", ("order", "chunks"), parent=top, key="schedule")
     return ScheduleSpec(order=choice(ctx, m, "order", "schedule", ORDERS, default="lifo"),
                         chunks=int(number(ctx, m.get("chunks", 1), "schedule.chunks", _line(m, "chunks"),
                                           integer=True, lo=1, hi=1024)))
 
 
-def solver_settings(ctx: Ctx, s: Any, base: SolverSpec, path: str = "solver") -> SolverSpec:
+def solver_settings(ctx: Ctx, s: Any, base: SolverSpec, path: str = "solver", top: Any = None) -> SolverSpec:
     """Settings from a ``solver`` section or a profile file, on top of ``base``."""
     if s is None:
         return base
-    m = section(ctx, s, path, ("profile", "time_limit", "gap", "threads", "presolve", "description"))
+    m = section(ctx, s, path, ("profile", "time_limit", "gap", "threads", "presolve", "description"),
+                parent=top, key="solver")
     return SolverSpec(
         profile=base.profile,
         time_limit_s=quantity(ctx, m, "time_limit", path, U.SECONDS, default=base.time_limit_s),
         mip_gap=number(ctx, m.get("gap", base.mip_gap), _join(path, "gap"), _line(m, "gap"), lo=0, hi=1),
         threads=int(number(ctx, m.get("threads", base.threads), _join(path, "threads"), _line(m, "threads"),
                            integer=True, lo=1, hi=256)),
-        presolve=bool(m.get("presolve", base.presolve)))
+        presolve=boolean(ctx, m, "presolve", path, base.presolve))
+
+
+def boolean(ctx: Ctx, m: YMap, key: str, path: str, default: bool) -> bool:
+    v = m.get(key, default)
+    if not isinstance(v, bool):
+        raise ctx.error(_join(path, key), f"expected true or false, got {_kind(v)}", _line(m, key))
+    return v
 
 
 def find_profile(name: str, start: Path) -> Path | None:
@@ -399,7 +424,7 @@ def find_profile(name: str, start: Path) -> Path | None:
     return None
 
 
-def solver(ctx: Ctx, s: Any, override_profile: str | None = None) -> SolverSpec:
+def solver(ctx: Ctx, s: Any, override_profile: str | None = None, top: Any = None) -> SolverSpec:
     name = override_profile
     if name is None and isinstance(s, dict) and "profile" in s:
         name = s["profile"]
@@ -414,7 +439,7 @@ def solver(ctx: Ctx, s: Any, override_profile: str | None = None) -> SolverSpec:
                             _line(s, "profile") if isinstance(s, dict) else None)
         pctx = Ctx(str(prof))
         base = solver_settings(pctx, load_yaml(prof), SolverSpec(profile=name), path="")
-    return solver_settings(ctx, s, base)
+    return solver_settings(ctx, s, base, top=top)
 
 
 # ---------------------------------------------------------------- the whole problem
@@ -429,12 +454,13 @@ def load_problem(path: str | Path, *, solver_profile: str | None = None) -> Prob
     if doc is None:
         raise ctx.error("(top level)", "the file is empty; expected the sections " + ", ".join(TOP_KEYS[2:]))
     m = section(ctx, doc, "", TOP_KEYS, ("workload", "topology", "engine"))
-    topo = topology(ctx, m["topology"])
-    wl = workload(ctx, m["workload"], len(topo.dims))
-    n = npu(ctx, m.get("npu"))
-    eng = engine(ctx, m["engine"], n)
+    topo = topology(ctx, m["topology"], m)
+    wl = workload(ctx, m["workload"], len(topo.dims), m)
+    n = npu(ctx, m.get("npu"), m)
+    eng = engine(ctx, m["engine"], n, m)
     return Problem(name=text(ctx, m, "name", "") or Path(path).stem, workload=wl, topology=topo, npu=n,
-                   engine=eng, objective=objective(ctx, m.get("objective")), schedule=schedule(ctx, m.get("schedule")),
-                   solver=solver(ctx, m.get("solver"), solver_profile), description=text(ctx, m, "description", ""),
+                   engine=eng, objective=objective(ctx, m.get("objective"), m),
+                   schedule=schedule(ctx, m.get("schedule"), m),
+                   solver=solver(ctx, m.get("solver"), solver_profile, m), description=text(ctx, m, "description", ""),
                    path=str(path))
 

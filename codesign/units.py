@@ -69,6 +69,18 @@ def example(dim: Dimension) -> str:
             "FLOP/s": '"120 TFLOP/s"', "mm^2": '"1.5 mm^2"', "W": '"2 W"', "Hz": '"1 GHz"'}[dim.base]
 
 
+def _finite(x: float | int, dim: Dimension, shown: object) -> float:
+    """``x`` as a float, or UnitError if it is not finite (or too large for a float)."""
+    noun = dim.name.split(" ", 1)[1]
+    try:
+        f = float(x)
+    except OverflowError:
+        raise UnitError(f"expected a finite {noun}, got a number too large to represent") from None
+    if not math.isfinite(f):
+        raise UnitError(f"expected a finite {noun}, got {shown}")
+    return f
+
+
 def parse_quantity(value: object, dim: Dimension) -> float:
     """Return ``value`` in SI base units of ``dim`` (area in mm^2).
 
@@ -78,20 +90,19 @@ def parse_quantity(value: object, dim: Dimension) -> float:
     if isinstance(value, bool):
         raise UnitError(f"expected {dim.name} such as {example(dim)}, got a boolean")
     if isinstance(value, (int, float)):
-        if not math.isfinite(float(value)):
-            raise UnitError(f"expected a finite {dim.name}, got {value}")
-        return float(value)
+        return _finite(value, dim, value)
     if not isinstance(value, str):
-        raise UnitError(f"expected {dim.name} such as {example(dim)}, got {type(value).__name__}")
+        kind = "list" if isinstance(value, list) else "dict" if isinstance(value, dict) else type(value).__name__
+        raise UnitError(f"expected {dim.name} such as {example(dim)}, got {kind}")
     m = _QUANTITY.match(value)
     if not m:
         raise UnitError(f"expected {dim.name} such as {example(dim)}, got {value!r}")
     number = float(m.group(1))
     unit = (m.group(2) or "").strip()
     if not unit:
-        return number
+        return _finite(number, dim, value)
     if unit in dim.units:
-        return number * dim.units[unit]
+        return _finite(number * dim.units[unit], dim, value)
     for other in ALL_DIMENSIONS:
         if other is not dim and unit in other.units:
             raise UnitError(f"expected {dim.name} such as {example(dim)}, got {value!r}, "
@@ -100,7 +111,7 @@ def parse_quantity(value: object, dim: Dimension) -> float:
 
 
 def format_quantity(value: float, dim: Dimension) -> str:
-    """A short human string for an SI value: 2.5e-6 s -> '2.50 us', 4194304 B -> '4 MiB'."""
+    """A short human string for an SI value: 2.5e-6 s -> '2.5 us', 4194304 B -> '4 MiB'."""
     if dim is SECONDS:
         for unit, f in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
             if abs(value) >= f or unit == "ns":

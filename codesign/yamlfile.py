@@ -44,6 +44,11 @@ def _map(loader: _LineLoader, node: yaml.MappingNode) -> YMap:
     m.key_lines = {}
     for knode, vnode in node.value:
         key = loader.construct_object(knode, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise SpecError(f"malformed YAML: a {type(key).__name__.lstrip('Y').lower()} cannot be a key",
+                            line=knode.start_mark.line + 1) from None
         if key in m:
             raise SpecError(f"duplicate key {key!r}", line=knode.start_mark.line + 1)
         m[key] = loader.construct_object(vnode, deep=True)

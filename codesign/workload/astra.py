@@ -11,6 +11,7 @@ workload clock (1 GHz in ASTRA-sim 1.0, so 1 cycle = 1 ns); communication is in 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +56,7 @@ class AstraWorkload:
     parallelism: str          # ASTRA's word, e.g. "HYBRID_DLRM"
     args: tuple[str, ...]     # the rest of line 1, e.g. ("4",) for HYBRID_DLRM
     layers: tuple[AstraLayer, ...]
+    header_line: int = 1
 
 
 def _int(tok: str, file: str, line: int, what: str) -> int:
@@ -62,7 +64,7 @@ def _int(tok: str, file: str, line: int, what: str) -> int:
         v = float(tok)
     except ValueError:
         raise SpecError(f"{what}: expected a number, got {tok!r}", file=file, line=line) from None
-    if v < 0 or v != int(v):
+    if not math.isfinite(v) or v < 0 or v != int(v):
         raise SpecError(f"{what}: expected a whole number >= 0, got {tok!r}", file=file, line=line)
     return int(v)
 
@@ -123,7 +125,8 @@ def parse_astra_workload(path: str | Path) -> AstraWorkload:
             update_delay=_int(toks[11], file, n, f"layer {name} update delay"),
             parallelism=toks[12] if width == 13 else None,
             line=n))
-    return AstraWorkload(path=file, parallelism=head[0], args=tuple(head[1:]), layers=tuple(layers))
+    return AstraWorkload(path=file, parallelism=head[0], args=tuple(head[1:]), layers=tuple(layers),
+                         header_line=n0)
 
 
 def _comm(kind: str, nbytes: int) -> Comm | None:
@@ -137,16 +140,16 @@ def astra_to_workload(aw: AstraWorkload, *, cycle_s: float = 1e-9, name: str | N
     """Convert parsed ASTRA records to a Workload, cycles -> seconds with ``cycle_s`` per cycle."""
     if aw.parallelism not in SUPPORTED:
         raise SpecError(f"parallelism {aw.parallelism} imports but codesign's scheduler does not model "
-                        f"it yet; supported: {', '.join(SUPPORTED)}", file=aw.path, line=1)
+                        f"it yet; supported: {', '.join(SUPPORTED)}", file=aw.path, line=aw.header_line)
     last_bottom = None
     if aw.parallelism == "HYBRID_DLRM":
         if not aw.args:
             raise SpecError("HYBRID_DLRM needs the index of the last bottom-MLP layer after it "
-                            "(e.g. 'HYBRID_DLRM 4')", file=aw.path, line=1)
-        b = _int(aw.args[0], aw.path, 1, "HYBRID_DLRM last bottom layer")
+                            "(e.g. 'HYBRID_DLRM 4')", file=aw.path, line=aw.header_line)
+        b = _int(aw.args[0], aw.path, aw.header_line, "HYBRID_DLRM last bottom layer")
         if b + 2 > len(aw.layers):
             raise SpecError(f"HYBRID_DLRM {b}: the top MLP would start at layer {b + 2} but the file "
-                            f"has {len(aw.layers)} layers", file=aw.path, line=1)
+                            f"has {len(aw.layers)} layers", file=aw.path, line=aw.header_line)
         last_bottom = b + 1
     layers = []
     for al in aw.layers:
