@@ -8,8 +8,8 @@ from .errors import CodesignError, InfeasibleError, SolverError, SpecError
 from .pipeline import solve
 from .problem import Problem
 from .solution import Solution
-from .spec import load_problem
+from .spec import load_problem, parse_problem
 
-__all__ = ["load_problem", "solve", "Problem", "Solution", "CodesignError", "SpecError", "InfeasibleError",
+__all__ = ["load_problem", "parse_problem", "solve", "Problem", "Solution", "CodesignError", "SpecError", "InfeasibleError",
            "SolverError"]
 __version__ = "0.1.0"

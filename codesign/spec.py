@@ -449,8 +449,13 @@ TOP_KEYS = ("name", "description", "workload", "topology", "npu", "engine", "obj
 
 def load_problem(path: str | Path, *, solver_profile: str | None = None) -> Problem:
     """Read and validate a problem file. Raises SpecError (file, key path, expectation) on bad input."""
+    return parse_problem(load_yaml(path), path, solver_profile=solver_profile)
+
+
+def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = None) -> Problem:
+    """Validate an already-loaded problem document (plain dicts and lists are fine: a sweep edits one).
+    ``path`` names it in messages and anchors its relative paths."""
     ctx = Ctx(str(path))
-    doc = load_yaml(path)
     if doc is None:
         raise ctx.error("(top level)", "the file is empty; expected the sections " + ", ".join(TOP_KEYS[2:]))
     m = section(ctx, doc, "", TOP_KEYS, ("workload", "topology", "engine"))
