@@ -27,6 +27,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--out", metavar="DIR", help="write solution.json, schedule.csv, summary.txt and gantt.png here")
     v = sub.add_parser("validate", help="check a problem file without solving it")
     v.add_argument("problem", help="problem YAML file")
+    m = sub.add_parser("simulate", help="simulate ASTRA-sim 1.0 inputs in its analytical semantics")
+    m.add_argument("--astra-workload", metavar="W", required=True, help="ASTRA-sim 1.0 workload text file")
+    m.add_argument("--astra-network", metavar="N", required=True, help="ASTRA-sim analytical network JSON")
+    m.add_argument("--astra-system", metavar="S", required=True, help="ASTRA-sim system text file")
+    m.add_argument("--passes", type=int, default=1, metavar="K", help="training passes (default 1)")
+    m.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     return ap
 
 
@@ -68,10 +74,26 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _simulate(args: argparse.Namespace) -> int:
+    from .sim import simulate_astra
+
+    if args.passes < 1:
+        raise_usage("--passes must be at least 1")
+    res = simulate_astra(args.astra_workload, args.astra_network, args.astra_system, passes=args.passes)
+    d = res.to_dict()
+    if args.json:
+        print(json.dumps(d, indent=2))
+        return 0
+    print(f"ASTRA-sim 1.0 mode: {d['parallelism']} workload, {d['npus']} NPUs, {d['passes']} pass(es)")
+    print(f"finish {d['finish_time_ns']} ns, compute {d['compute_time_ns']} ns, exposed communication "
+          f"{d['exposed_comm_time_ns']} ns ({d['events']} events)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"solve": _solve, "validate": _validate}[args.command](args)
+        return {"solve": _solve, "validate": _validate, "simulate": _simulate}[args.command](args)
     except CodesignError as e:
         print(f"codesign: error: {e}", file=sys.stderr)
         return e.exit_status

@@ -89,3 +89,22 @@ def test_readme_main_job_runs():
     r = run("solve", problem)
     assert r.returncode == 0, r.stderr
     assert "optimal" in r.stdout
+
+
+def test_simulate_astra_json():
+    d = ROOT / "tests" / "data" / "astra"
+    r = run("simulate", "--astra-workload", str(d / "workload/Resnet50_DataParallel.txt"), "--astra-network",
+            str(d / "network/sample_Torus3D.json"), "--astra-system", str(d / "system/sample_torus_sys.txt"),
+            "--passes", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert {"finish_time_ns", "compute_time_ns", "exposed_comm_time_ns", "layers"} <= doc.keys()
+    assert doc["finish_time_ns"] == doc["compute_time_ns"] + doc["exposed_comm_time_ns"]
+    assert doc["passes"] == 2 and len(doc["layers"]) == 54 and doc["layers"][0]["name"] == "conv1"
+
+
+def test_simulate_missing_input_is_one_line():
+    d = ROOT / "tests" / "data" / "astra"
+    r = run("simulate", "--astra-workload", str(d / "workload/microAllReduce.txt"), "--astra-network", "nope.json",
+            "--astra-system", str(d / "system/sample_torus_sys.txt"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "nope.json" in r.stderr

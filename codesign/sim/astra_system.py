@@ -1,0 +1,268 @@
+"""ASTRA-sim 1.0's system layer (Sys.cc, StreamBaseline, DataSet), replayed for node 0. Times in ns.
+
+- Sys events are grouped per integer tick ("buckets", ASTRA's event_queue) and run in registration
+  order; an event registered with delay 0 joins the bucket being run.
+- A collective of S bytes becomes chunks of S // preferred-dataset-splits (a remainder becomes one
+  more, smaller chunk); each chunk walks its phases, one dimension each (``plan``).
+- Each dimension queue serves ``active-chunks-per-dimension`` chunk-phases at a time, never preempts,
+  and starts waiting chunks by collective priority, then arrival at that queue.
+- A chunk moves to its next phase only once every NPU has finished the phase; the last NPU releases
+  that barrier after node 0's bucket of the tick, so phase exits are applied at the end of the bucket.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from heapq import heappop, heappush
+from typing import Any
+
+from ..astra_inputs import AstraNetwork, AstraSystem
+from ..errors import SpecError
+from .astra_algorithms import (A2A, AG, AR, RS, NetworkTiming, PacketPhase, one_direct_ns, one_ring_ns,
+                               tree_ns)
+from .engine import Engine
+
+HIGHEST_PRIORITY = 100_000_000   # Sys::get_priority for SchedulingPolicy::HIGHEST (DLRM all-to-alls)
+_IMPL_KEY = {AR: "all-reduce-implementation", AG: "all-gather-implementation",
+             RS: "reduce-scatter-implementation", A2A: "all-to-all-implementation"}
+_TIMED = ("doubleBinaryTree", "oneRing", "oneDirect")   # asymmetric: duration over all NPUs
+
+
+class Collective:
+    """A collective (ASTRA's DataSet): finishes when all its chunks have finished all phases."""
+
+    __slots__ = ("total", "finished", "creation_tick", "finish_tick", "callback", "arg")
+
+    def __init__(self, tick: int) -> None:
+        self.total = 0
+        self.finished = 0
+        self.creation_tick = tick
+        self.finish_tick = 0
+        self.callback: Callable[[Any], None] | None = None
+        self.arg: Any = None
+
+
+class Stream:
+    """One chunk of a collective walking its phases: (dim, algorithm, phase type, input bytes)."""
+
+    __slots__ = ("priority", "coll", "phases", "step", "queue", "last_init")
+
+    def __init__(self, priority: int, coll: Collective, phases: list[tuple[int, str, str, int]]) -> None:
+        self.priority = priority
+        self.coll = coll
+        self.phases = phases
+        self.step = 0
+        self.queue: DimQueue | None = None
+        self.last_init = 0
+
+
+class DimQueue:
+    """A dimension's chunk queue: ``running`` (at most ``threshold``) and a priority heap of waiters."""
+
+    __slots__ = ("dim", "threshold", "running", "waiting", "latency_ns", "chunks")
+
+    def __init__(self, dim: int, threshold: int) -> None:
+        self.dim = dim
+        self.threshold = threshold
+        self.running: list[Stream] = []
+        self.waiting: list[tuple[int, int, Stream]] = []
+        self.latency_ns = 0
+        self.chunks = 0
+
+
+class SystemLayer:
+    """Node 0's system layer: Sys buckets, collective generation, queues, phase transitions."""
+
+    def __init__(self, engine: Engine, net: AstraNetwork, system: AstraSystem) -> None:
+        self.engine = engine
+        self.timing = NetworkTiming(net)
+        self.system = system
+        self.endpoint = system.endpoint_delay
+        self.npus = self.timing.npus
+        self.queues = [DimQueue(d, system.active_chunks_per_dimension) for d in range(len(self.npus))]
+        self.lifo = system.scheduling_policy == "LIFO"
+        self.priority_counter = 0
+        self.arrivals = 0
+        self.streams_injected = 0
+        self.streams_finished = 0
+        self.finished_listeners: list[Callable[[Any], None]] = []
+        self._buckets: dict[int, list[Any]] = {}
+        self._in_bucket = False
+        self._exits: list[Stream] = []
+        self._plans: dict[str, list[tuple[int, str, str]]] = {}
+        self._timed: dict[tuple[str, int, str, int], float] = {}
+
+    # --- Sys events ---------------------------------------------------------------------------------
+    def tick(self) -> int:
+        """Current time as ASTRA's Sys sees it: whole cycles (ns)."""
+        return int(self.engine.now)
+
+    def register(self, delay: int, fn: Callable[[Any], None], arg: Any = None) -> None:
+        """Sys::register_event: run ``fn(arg)`` ``delay`` cycles from now, in that tick's bucket."""
+        now = self.engine.now
+        key = int(now + delay)        # == tick + delay for whole-cycle delays
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            self._buckets[key] = [fn, arg]
+            self.engine.schedule(now + delay, self._run_bucket, key)
+        else:
+            bucket.append(fn)
+            bucket.append(arg)
+
+    def _run_bucket(self, key: int) -> None:
+        bucket = self._buckets[key]
+        self._in_bucket = True
+        i = 0
+        while i < len(bucket):          # events registered with delay 0 join this same bucket
+            bucket[i](bucket[i + 1])
+            i += 2
+        del self._buckets[key]
+        self._in_bucket = False
+        if self._exits:
+            # the last NPU releases the phase barrier after node 0's bucket for this tick has run
+            exits, self._exits = self._exits, []
+            for stream in exits:
+                self._proceed(stream)
+
+    def phase_exit(self, stream: Stream) -> None:
+        """A chunk finished its current phase on node 0; it moves on once the barrier releases."""
+        if self._in_bucket:
+            self._exits.append(stream)
+        else:
+            self._proceed(stream)
+
+    def add_finished_streams(self, count: int) -> None:
+        """Sys::increase_finished_streams: after a collective's update delay; wakes listeners."""
+        self.streams_finished += count
+        for fn in list(self.finished_listeners):
+            fn(None)
+
+    # --- collectives ------------------------------------------------------------------------------
+    def plan(self, ctype: str) -> list[tuple[int, str, str]]:
+        """Phases of one chunk of a ``ctype`` collective: (dim, algorithm, phase type).
+
+        Raises SpecError when the system file's algorithms do not fit the network.
+        """
+        plan = self._plans.get(ctype)
+        if plan is not None:
+            return plan
+        sysf = self.system
+        impl = {AR: sysf.all_reduce_implementation, AG: sysf.all_gather_implementation,
+                RS: sysf.reduce_scatter_implementation, A2A: sysf.all_to_all_implementation}[ctype]
+        key = _IMPL_KEY[ctype]
+        where = dict(file=sysf.path, path=key, line=sysf.line_of(key))
+        if impl[0].startswith("one"):
+            # one logical ring/direct over all NPUs: a single phase that uses dimension 0's queue
+            if len(impl) != 1 or impl[0] not in ("oneRing", "oneDirect"):
+                raise SpecError(f"{'_'.join(impl)}: codesign's ASTRA-sim mode takes oneRing or "
+                                "oneDirect alone (no window, no oneHalvingDoubling)", **where)
+            plan = [(0, impl[0], ctype)] if self.timing.total > 1 else []
+            self._plans[ctype] = plan
+            return plan
+        if len(impl) != len(self.npus) or any(a.startswith("one") for a in impl):
+            raise SpecError(f"has {len(impl)} algorithm(s) but the network has {len(self.npus)} "
+                            f"dimension(s); expected one per dimension joined by '_'", **where)
+        active = [d for d in range(len(self.npus)) if self.npus[d] > 1]
+        for d in active:
+            n, a = self.npus[d], impl[d]
+            if a in ("halvingDoubling", "doubleBinaryTree") and n & (n - 1):
+                raise SpecError(f"{a} needs a power-of-two NPU count, but dimension {d} has {n}",
+                                **where)
+            if a == "halvingDoubling" and ctype == A2A:
+                raise SpecError("halvingDoubling has no all-to-all in ASTRA-sim 1.0", **where)
+        if ctype == AR and sysf.collective_optimization == "localBWAware" and active:
+            last = active[-1]
+            plan = ([(d, impl[d], RS) for d in active[:-1]] + [(last, impl[last], AR)]
+                    + [(d, impl[d], AG) for d in reversed(active[:-1])])
+        else:
+            order = list(reversed(active)) if ctype == AG else active
+            plan = [(d, impl[d], ctype) for d in order]
+        self._plans[ctype] = plan
+        return plan
+
+    def _priority(self, highest: bool) -> int:
+        if highest:
+            return HIGHEST_PRIORITY
+        p = self.priority_counter
+        self.priority_counter += 1 if self.lifo else -1   # LIFO: later is higher; FIFO: lower
+        return p
+
+    def generate(self, ctype: str, nbytes: int, highest: bool = False) -> Collective | None:
+        """Issue a collective of ``nbytes``; None when no dimension takes part (ASTRA: inactive)."""
+        plan = self.plan(ctype)
+        splits = self.system.preferred_dataset_splits
+        chunk = nbytes // splits
+        priority = self._priority(highest)   # taken before the chunk loop, even when inactive
+        if not plan:
+            return None
+        if chunk == 0:
+            raise SpecError(f"a {ctype} of {nbytes} bytes split into {splits} chunks leaves empty "
+                            "chunks (ASTRA-sim 1.0 would never finish it)",
+                            file=self.system.path, path="preferred-dataset-splits")
+        coll = Collective(self.tick())
+        remaining = nbytes
+        while remaining > 0:
+            c = min(chunk, remaining)        # a remainder becomes one extra, smaller chunk
+            remaining -= c
+            phases, data = [], c
+            for dim, algo, ptype in plan:
+                phases.append((dim, algo, ptype, data))
+                n = self.npus[dim]
+                if algo != "doubleBinaryTree":   # ASTRA's tree is an all-reduce whatever the phase
+                    data = data * n if ptype == AG else data // n if ptype == RS else data
+            coll.total += 1
+            self.streams_injected += 1
+            self._proceed(Stream(priority, coll, phases))
+        return coll
+
+    # --- queues and phase transitions (Sys::proceed_to_next_vnet_baseline) --------------------------
+    def _proceed(self, stream: Stream) -> None:
+        prev = stream.queue
+        if prev is not None:
+            prev.running.remove(stream)
+        if stream.step == len(stream.phases):
+            coll = stream.coll
+            coll.finished += 1
+            if coll.finished == coll.total:
+                coll.finish_tick = self.tick()
+                if coll.callback is not None:
+                    coll.callback(coll.arg)
+            if prev is not None:
+                self._removed(prev, stream)
+            return
+        q = self.queues[stream.phases[stream.step][0]]
+        stream.queue = q
+        self.arrivals += 1
+        heappush(q.waiting, (-stream.priority, self.arrivals, stream))
+        if prev is not None:
+            self._removed(prev, stream)      # the freed queue starts its next chunk first
+        self._fill(q)
+
+    def _removed(self, q: DimQueue, stream: Stream) -> None:
+        q.latency_ns += self.tick() - stream.last_init
+        q.chunks += 1
+        self._fill(q)
+
+    def _fill(self, q: DimQueue) -> None:
+        while q.waiting and len(q.running) < q.threshold:
+            stream = heappop(q.waiting)[2]
+            q.running.append(stream)
+            stream.last_init = self.tick()
+            dim, algo, ptype, data = stream.phases[stream.step]
+            stream.step += 1
+            if algo in _TIMED:
+                self.register(self._timed_ns(algo, dim, ptype, data), self.phase_exit, stream)
+            else:
+                PacketPhase(self, stream, dim, algo, ptype, data).start()
+
+    def _timed_ns(self, algo: str, dim: int, ptype: str, data: int) -> float:
+        key = (algo, dim, ptype, data)
+        t = self._timed.get(key)
+        if t is None:
+            if algo == "doubleBinaryTree":
+                t = tree_ns(self.timing, dim, data, self.endpoint)
+            elif algo == "oneRing":
+                t = one_ring_ns(self.timing, ptype, data, self.endpoint)
+            else:
+                t = one_direct_ns(self.timing, ptype, data, self.endpoint)
+            self._timed[key] = t
+        return t
