@@ -25,13 +25,18 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--time-limit", type=float, metavar="S", help="solver time limit in seconds")
     s.add_argument("--solver", metavar="NAME", help="solver profile from solvers/ (default, fast, exact) or a YAML path")
     s.add_argument("--out", metavar="DIR", help="write solution.json, schedule.csv, summary.txt and gantt.png here")
+    s.add_argument("--no-validate", action="store_true", help="skip the replay of the solution in the simulator")
     v = sub.add_parser("validate", help="check a problem file without solving it")
     v.add_argument("problem", help="problem YAML file")
-    m = sub.add_parser("simulate", help="simulate ASTRA-sim 1.0 inputs in its analytical semantics")
-    m.add_argument("--astra-workload", metavar="W", required=True, help="ASTRA-sim 1.0 workload text file")
-    m.add_argument("--astra-network", metavar="N", required=True, help="ASTRA-sim analytical network JSON")
-    m.add_argument("--astra-system", metavar="S", required=True, help="ASTRA-sim system text file")
-    m.add_argument("--passes", type=int, default=1, metavar="K", help="training passes (default 1)")
+    m = sub.add_parser("simulate", help="replay a problem's design in the simulator, or run ASTRA-sim 1.0 inputs")
+    m.add_argument("problem", nargs="?", help="problem YAML file (every engine resource fixed, or --solution)")
+    m.add_argument("--solution", metavar="FILE", help="solution.json from 'solve --out': its design and order")
+    m.add_argument("--iterations", type=int, default=8, metavar="N", help="iterations to replay (default 8)")
+    m.add_argument("--out", metavar="DIR", help="write simulation.json and timeline.png here")
+    m.add_argument("--astra-workload", metavar="W", help="ASTRA-sim 1.0 workload text file")
+    m.add_argument("--astra-network", metavar="N", help="ASTRA-sim analytical network JSON")
+    m.add_argument("--astra-system", metavar="S", help="ASTRA-sim system text file")
+    m.add_argument("--passes", type=int, default=1, metavar="K", help="ASTRA-sim training passes (default 1)")
     m.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     return ap
 
@@ -45,14 +50,23 @@ def _solve(args: argparse.Namespace) -> int:
         raise_usage("--time-limit must be a positive number of seconds")
     problem = load_problem(args.problem, solver_profile=args.solver)
     sol = solve(problem, time_limit=args.time_limit)
+    val = None
+    if not args.no_validate:
+        from .validation import validate
+        val = validate(problem, sol)
     if args.out:
-        written = write_outputs(sol, problem, Path(args.out))
+        written = write_outputs(sol, problem, Path(args.out), validation=val)
     if args.json:
-        print(json.dumps(sol.to_dict(), indent=2))
+        doc = sol.to_dict()
+        if val is not None:
+            doc["validation"] = val.to_dict()
+        print(json.dumps(doc, indent=2))
     else:
-        print(summary(sol, problem))
+        print(summary(sol, problem, val))
         if args.out:
             print(f"wrote           {', '.join(str(w) for w in written)}")
+    if val is not None and val.flagged:
+        print(f"codesign: warning: {val.warning()}", file=sys.stderr)
     return 0
 
 
@@ -75,6 +89,49 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    astra = [args.astra_workload, args.astra_network, args.astra_system]
+    if args.problem and any(astra):
+        raise_usage("give either a problem file or the three --astra-* inputs, not both")
+    if not args.problem:
+        if not all(astra):
+            raise_usage("simulate needs a problem file, or all of --astra-workload, --astra-network, --astra-system")
+        return _simulate_astra(args)
+    from .report import simulation_summary, timeline_png
+    from .sim.replay import simulate
+    from .simulate_inputs import design_and_order
+    from .spec import load_problem
+
+    if args.iterations < 4:
+        raise_usage("--iterations must be at least 4 (two to settle, two to measure)")
+    problem = load_problem(args.problem)
+    design, order = design_and_order(problem, args.solution)
+    res = simulate(problem, design, order=order, iterations=args.iterations)
+    doc = simulation_doc(problem, design, res)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "simulation.json").write_text(json.dumps(doc, indent=2))
+        timeline_png(res, problem, out / "timeline.png")
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(simulation_summary(problem, design, res))
+    return 0
+
+
+def simulation_doc(problem, design, res) -> dict:
+    from .bounds import lower_bound
+    lb = lower_bound(problem, design)
+    return {"problem": problem.name, "engine": problem.engine.kind, "design": dict(design.values),
+            "iteration_time_s": res.period_s, "compute_time_s": res.compute_time_s,
+            "nominal_compute_s": res.nominal_compute_s, "exposed_comm_s": res.exposed_comm_s,
+            "lower_bound_s": lb.bound_s, "utilization": res.utilization, "dim_stretch": res.dim_stretch,
+            "sram_peak_bytes": res.sram_peak_bytes if res.sram_peak_bytes else None,
+            "sram_wait_s": res.sram_wait_s, "hbm_peak_bytes_per_s": res.hbm_peak_bytes_per_s,
+            "iterations": res.iterations, "events": res.events}
+
+
+def _simulate_astra(args: argparse.Namespace) -> int:
     from .sim import simulate_astra
 
     if args.passes < 1:

@@ -21,7 +21,7 @@ def design_text(s: Solution) -> str:
     return ", ".join(parts) if parts else "(nothing to size)"
 
 
-def summary(s: Solution, p: Problem) -> str:
+def summary(s: Solution, p: Problem, validation=None) -> str:
     """The readable summary ``codesign solve`` prints."""
     t = lambda x: format_quantity(x, SECONDS)  # noqa: E731
     topo = p.topology
@@ -51,16 +51,23 @@ def summary(s: Solution, p: Problem) -> str:
     lines.append(f"model           {s.model.variables} variables ({s.model.binaries} binary), "
                  f"{s.model.constraints} constraints; {s.order_policy.upper()} network order "
                  f"{'settled' if s.order_stable else 'NOT settled'} after {s.order_rounds} round(s)")
+    if validation is not None:
+        v = validation
+        lines.append(f"simulated       {t(v.simulated_s)} ({100 * v.rel_diff:+.1f}% against the MILP; proven lower bound "
+                     f"{t(v.bound.bound_s)}, set by {v.bound.binding}; {v.sim.events} events)")
     for n in s.notes:
         lines.append(f"note            {n}")
     return "\n".join(lines)
 
 
-def write_outputs(s: Solution, p: Problem, out: Path, *, plot: bool = True) -> list[Path]:
-    """Write solution.json, schedule.csv, summary.txt and (with matplotlib) gantt.png into ``out``."""
+def write_outputs(s: Solution, p: Problem, out: Path, *, plot: bool = True, validation=None) -> list[Path]:
+    """Write solution.json, schedule.csv, summary.txt, gantt.png and, when validated, timeline.png into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    (out / "solution.json").write_text(json.dumps(s.to_dict(), indent=2))
+    doc = s.to_dict()
+    if validation is not None:
+        doc["validation"] = validation.to_dict()
+    (out / "solution.json").write_text(json.dumps(doc, indent=2))
     written.append(out / "solution.json")
     with open(out / "schedule.csv", "w", newline="") as f:
         w = csv.writer(f)
@@ -68,11 +75,61 @@ def write_outputs(s: Solution, p: Problem, out: Path, *, plot: bool = True) -> l
         for task in s.schedule:
             w.writerow([task.name, task.kind, task.layer, f"{task.start_s:.9e}", f"{task.end_s:.9e}"])
     written.append(out / "schedule.csv")
-    (out / "summary.txt").write_text(summary(s, p) + "\n")
+    (out / "summary.txt").write_text(summary(s, p, validation) + "\n")
     written.append(out / "summary.txt")
     if plot:
         written.append(gantt(s, out / "gantt.png"))
+        if validation is not None:
+            written.append(timeline_png(validation.sim, p, out / "timeline.png"))
     return written
+
+
+def simulation_summary(p: Problem, design, res) -> str:
+    """The readable report of ``codesign simulate P.yaml``."""
+    from .bounds import lower_bound
+    t = lambda x: format_quantity(x, SECONDS)  # noqa: E731
+    lb = lower_bound(p, design)
+    parts = []
+    for r, v in design.values.items():
+        label, dim = _DESIGN_LABELS[r]
+        parts.append(f"{label} {format_quantity(v, dim) if dim else f'{v:g}'}")
+    lines = [f"problem         {p.name}: {p.engine.kind} engine, {', '.join(parts) or 'nothing sized'}",
+             f"iteration time  {t(res.period_s)} simulated (compute {t(res.compute_time_s)}, alone "
+             f"{t(res.nominal_compute_s)}; exposed communication {t(res.exposed_comm_s)})",
+             f"lower bound     {t(lb.bound_s)}, set by {lb.binding}",
+             "utilization     " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in res.utilization.items())]
+    if res.sram_peak_bytes:
+        lines.append(f"SRAM            peak {format_quantity(res.sram_peak_bytes, BYTES)}, mean wait per chunk "
+                     f"{t(res.sram_wait_s)}")
+    lines.append(f"replay          {res.iterations} iterations, {res.events} events; steady state over the last two")
+    return "\n".join(lines)
+
+
+def timeline_png(res, p: Problem, path: Path) -> Path:
+    """One simulated steady-state period: compute and each network dimension's chunk-phases."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = ["compute"] + [f"dim{d}" for d in range(len(p.topology.dims))]
+    labels = ["compute"] + [f"{d.name} (dim{i})" for i, d in enumerate(p.topology.dims)]
+    colors = {"forward": "#4C72B0", "input_grad": "#DD8452", "weight_grad": "#55A868", "comm": "#C44E52",
+              "idle": "#999999"}
+    fig, ax = plt.subplots(figsize=(11, 1.2 + 0.6 * len(rows)))
+    for row, _, kind, start, end in res.timeline:
+        y = len(rows) - 1 - rows.index(row)
+        ax.barh(y, (end - start) * 1e6, left=start * 1e6, height=0.6, color=colors.get(kind, "#777777"),
+                edgecolor="white", linewidth=0.2)
+    ax.set_yticks(range(len(rows)), list(reversed(labels)))
+    ax.set_xlim(0, res.period_s * 1e6)
+    ax.set_xlabel("time in one simulated steady-state period (us)")
+    ax.set_title(f"{p.name}: simulated period {res.period_s * 1e3:.3f} ms")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()]
+    ax.legend(handles, list(colors), ncol=5, fontsize=7, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def gantt(s: Solution, path: Path) -> Path:

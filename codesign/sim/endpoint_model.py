@@ -1,0 +1,87 @@
+"""The endpoint as the simulator sees it: pools that active chunk-phases share, and what compute is left.
+
+Every chunk-phase has a link time (it holds its dimension's links) and demands on two shared pools:
+memory traffic (baseline: HBM bytes within communication's reserved share; ACE: DMA bytes) and
+reduction (baseline: bytes on communication's cores; ACE: bytes on the ALUs). Active chunk-phases split
+each pool equally; a phase progresses at the slowest of its link and its shares, so a phase alone on
+the endpoint takes exactly the MILP's ``phase_time`` (costs.phase_resource_times). Compute gets what
+communication leaves at that instant: all cores unless a baseline collective is running, and the HBM
+bandwidth communication is not using -- the contention the MILP's static split only approximates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..costs import CollectiveDemands, compute_time_terms, endpoint_rates
+from ..endpoint import NPU, Design, Engine
+from ..workload.model import Compute
+
+INF = float("inf")
+
+
+@dataclass(frozen=True)
+class Pools:
+    """Capacities under a design: memory (bytes/s), reduction (bytes/s), SRAM (bytes), comm cores."""
+
+    memory: float
+    reduction: float
+    sram: float
+    comm_cores: float
+    hbm: float
+
+    @classmethod
+    def of(cls, engine: Engine, npu: NPU, design: Design) -> Pools:
+        r = endpoint_rates(engine, npu, design)
+        if engine.kind == "baseline":
+            return cls(r["hbm"], r["cores"], INF, design.get("comm_cores"), npu.hbm_bandwidth)
+        if engine.kind == "ace":
+            return cls(r["dma"], r["alu"], r["sram"], 0.0, npu.hbm_bandwidth)
+        return cls(INF, INF, INF, 0.0, npu.hbm_bandwidth)
+
+
+@dataclass(frozen=True)
+class PhaseWork:
+    """What one chunk-phase asks: seconds on its dimension's links, memory bytes, reduction bytes."""
+
+    dim: int
+    link_s: float
+    memory_bytes: float
+    reduce_bytes: float
+    wire_bytes: float
+
+
+def phase_work(dem: CollectiveDemands, i: int, kind: str, wire_bytes: float) -> PhaseWork:
+    if kind == "baseline":
+        mem = dem.phase_hbm_bytes[i]
+    elif kind == "ace":
+        mem = dem.phase_dma_bytes(i)
+    else:
+        mem = 0.0
+    red = dem.phase_reduce_bytes[i] if kind != "ideal" else 0.0
+    return PhaseWork(dem.phase_dims[i], dem.phase_link_s[i], mem, red, wire_bytes)
+
+
+def phase_rates(active: list[PhaseWork], pools: Pools) -> list[float]:
+    """Progress rate (fraction of the phase per second) of each active chunk-phase."""
+    n_mem = sum(1 for w in active if w.memory_bytes > 0)
+    n_red = sum(1 for w in active if w.reduce_bytes > 0)
+    out = []
+    for w in active:
+        r = 1.0 / w.link_s if w.link_s > 0 else INF
+        if w.memory_bytes > 0:
+            r = min(r, pools.memory / n_mem / w.memory_bytes)
+        if w.reduce_bytes > 0:
+            r = min(r, pools.reduction / n_red / w.reduce_bytes)
+        out.append(r)
+    return out
+
+
+def compute_rate(task: Compute, npu: NPU, pools: Pools, comm_busy: bool, comm_memory_rate: float,
+                 engine_kind: str) -> float:
+    """Progress rate (fraction of the task per second) of a compute task given communication's use now.
+
+    Communication's memory traffic counts against HBM on both engines (ACE's DMA reads and writes HBM)."""
+    cores_left = npu.cores - (pools.comm_cores if comm_busy else 0.0)
+    hbm_left = max(npu.hbm_bandwidth - comm_memory_rate, 1e-9 * npu.hbm_bandwidth)
+    t = max(compute_time_terms(task, npu, cores_left, hbm_left))
+    return 1.0 / t if t > 0 else INF

@@ -1,0 +1,360 @@
+"""Chunk-grain replay of training iterations for a design: codesign's own simulator.
+
+Compute runs in program order on one server, waiting where the iteration says (iteration.py). Each
+released collective is cut into the schedule's chunks; every chunk walks its
+phases, each phase queued at its dimension, which serves one chunk-phase at a time in order of
+urgency, then priority (the policy's, or the solution's network order), then arrival, like ASTRA-sim
+1.0's queues. Unlike the MILP, collectives on different dimensions run at the same time, endpoint
+resources are shared among the chunk-phases active at once, compute slows while communication holds
+cores or HBM bandwidth, and ACE admits a chunk only when its SRAM has room. Times in seconds.
+
+Between events every rate is constant, so the replay advances by exact piecewise-linear progress: each
+change to the set of active work recomputes the rates and schedules the next completion.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from heapq import heappop, heappush
+
+from ..collectives import phases
+from ..costs import collective_demands, compute_time_terms
+from ..endpoint import Design
+from ..evaluate import Order
+from ..iteration import build_iteration
+from ..problem import Problem
+from .endpoint_model import PhaseWork, Pools, compute_rate, phase_rates, phase_work
+from .engine import Engine
+
+INF = float("inf")
+EPS = 1e-12
+
+
+def sram_need(chunk_bytes: float, sram_bytes: float) -> float:
+    """SRAM a chunk holds while in flight: itself, or all of the SRAM for a chunk larger than it, which
+    streams through and so waits for the SRAM to be empty. (Cutting such chunks smaller instead would
+    make a bigger SRAM mean fewer chunks and less pipelining: slower, which no engine would choose.)"""
+    return min(chunk_bytes, sram_bytes)
+
+
+@dataclass
+class SimResult:
+    """Steady state of a replay. Times in s, bytes in bytes; utilizations are busy fractions of the period."""
+
+    period_s: float
+    compute_time_s: float          # compute per iteration as simulated (stretched by contention)
+    nominal_compute_s: float       # the same tasks alone on the NPU
+    exposed_comm_s: float
+    utilization: dict[str, float]
+    sram_peak_bytes: float
+    sram_wait_s: float             # mean time a chunk waits for SRAM room
+    dim_stretch: dict[str, float]  # per dimension: busy time / the same chunk-phases each alone on the endpoint
+    hbm_peak_bytes_per_s: float
+    iterations: int
+    events: int
+    chunks_per_collective: list[int]
+    bytes_sent: dict[int, float]   # per collective, wire bytes per NPU in one steady-state iteration
+    bytes_expected: dict[int, float]
+    timeline: list[tuple[str, str, str, float, float]] = field(default_factory=list)  # row, name, kind, start, end
+    window_s: tuple[float, float] = (0.0, 0.0)
+
+
+class _Replay:
+    def __init__(self, problem: Problem, design: Design, order: Order | None, iterations: int) -> None:
+        self.p, self.design = problem, design
+        self.it = build_iteration(problem.workload)
+        self.pools = Pools.of(problem.engine, problem.npu, design)
+        self.kind = problem.engine.kind
+        self.max_iter = iterations
+        self.eng = Engine()
+        self.order_pos = None
+        if order is not None:
+            self.order_pos = {k: (pos, off) for pos, (k, off) in enumerate(order)}
+        self._prepare_collectives()
+        self.waits: dict[int, list[tuple[int, int, float]]] = {}
+        self.releases: dict[int, list[int]] = {}
+        for c in self.it.comms:
+            self.waits.setdefault(c.wait_before, []).append((c.index, 1 if c.next_iteration else 0, c.delay_s))
+            self.releases.setdefault(c.issue_after, []).append(c.index)
+        D = len(problem.topology.dims)
+        self.queues: list[list] = [[] for _ in range(D)]
+        self.dim_busy = [False] * D
+        self.active: dict[int, list] = {}    # id -> [PhaseWork, remaining, rate, chunk]
+        self.compute: list | None = None     # [task index, iteration, remaining, rate]
+        self.next_id = 0
+        self.arrivals = 0
+        self.issue_seq = 0
+        self.version = 0
+        self.last = 0.0
+        self.n, self.j = 0, 0
+        self.done: dict[tuple[int, int], float] = {}
+        self.chunks_left: dict[tuple[int, int], int] = {}
+        self.sent: dict[tuple[int, int], float] = {}
+        self.sram_free = self.pools.sram
+        self.sram_queue: list = []
+        self.iter_start: list[float] = []
+        self.snaps: list[dict[str, float]] = []
+        self.acc = {"compute": 0.0, "nominal": 0.0, "comm_any": 0.0, "hbm_comm": 0.0, "hbm_compute": 0.0,
+                    "reduce": 0.0, "sram": 0.0, "sram_wait": 0.0, **{f"dim{d}": 0.0 for d in range(D)},
+                    **{f"alone{d}": 0.0 for d in range(D)}}
+        self.sram_peak = 0.0
+        self.hbm_peak = 0.0
+        self.timeline: list[tuple[str, str, str, float, float]] = []
+        self.compute_started = 0.0
+
+    # ------------------------------------------------------------------ set-up
+    def _prepare_collectives(self) -> None:
+        self.works: list[list[PhaseWork]] = []
+        self.nchunks: list[int] = []
+        self.chunk_bytes: list[float] = []
+        self.expected: dict[int, float] = {}
+        for c in self.it.comms:
+            k = self.p.schedule.chunks
+            dem = collective_demands(c.comm, self.p.topology, self.p.engine, k)
+            wires = [ph.wire_bytes for ph in phases(c.comm, self.p.topology, dem.chunk_bytes)]
+            self.works.append([phase_work(dem, i, self.kind, wires[i]) for i in range(len(wires))])
+            self.nchunks.append(k)
+            self.chunk_bytes.append(dem.chunk_bytes)
+            self.expected[c.index] = sum(ph.wire_bytes for ph in phases(c.comm, self.p.topology))
+
+    # ------------------------------------------------------------------ fluid bookkeeping
+    def _advance(self) -> None:
+        now = self.eng.now
+        dt = now - self.last
+        if dt <= 0:
+            return
+        acc = self.acc
+        mem_rate = 0.0
+        red_rate = 0.0
+        for item in self.active.values():
+            w, rate = item[0], item[2]
+            item[1] -= rate * dt
+            mem_rate += w.memory_bytes * rate
+            red_rate += w.reduce_bytes * rate
+            acc[f"dim{w.dim}"] += dt
+        if self.active:
+            acc["comm_any"] += dt
+        acc["hbm_comm"] += mem_rate * dt
+        acc["reduce"] += red_rate * dt
+        if self.compute is not None:
+            j, _, _, rate = self.compute
+            self.compute[2] -= rate * dt
+            acc["compute"] += dt
+            task = self.it.computes[j].demand
+            acc["hbm_compute"] += self._compute_hbm_rate(task, rate) * dt
+        acc["sram"] += (self.pools.sram - self.sram_free) * dt if math.isfinite(self.pools.sram) else 0.0
+        acc["sram_wait"] += len(self.sram_queue) * dt
+        self.last = now
+
+    def _compute_hbm_rate(self, task, rate: float) -> float:
+        """HBM bytes/s a compute task draws at progress rate ``rate`` (fraction per second)."""
+        npu = self.p.npu
+        if task.time_s is not None:
+            return task.time_s * npu.compute_hbm_utilization * npu.hbm_bandwidth * rate
+        return (task.hbm_bytes or 0.0) * rate
+
+    def _recompute(self) -> None:
+        items = list(self.active.values())
+        rates = phase_rates([it[0] for it in items], self.pools)
+        mem = 0.0
+        for it, r in zip(items, rates):
+            it[2] = r
+            mem += it[0].memory_bytes * r
+        nxt = INF
+        for it in items:
+            nxt = min(nxt, max(it[1], 0.0) / it[2] if it[2] > 0 else INF)
+        if self.compute is not None:
+            task = self.it.computes[self.compute[0]].demand
+            r = compute_rate(task, self.p.npu, self.pools, bool(self.active), mem, self.kind)
+            self.compute[3] = r
+            nxt = min(nxt, max(self.compute[2], 0.0) / r if r > 0 else INF)
+            mem += self._compute_hbm_rate(task, r)
+        self.hbm_peak = max(self.hbm_peak, mem)
+        self.version += 1
+        if nxt < INF:
+            self.eng.schedule(self.eng.now + nxt, self._tick, self.version)
+
+    def _tick(self, version: int) -> None:
+        if version != self.version:
+            return
+        self._advance()
+        finished = [i for i, it in self.active.items() if it[1] <= 1e-9]
+        for i in finished:
+            self._phase_done(i)
+        if self.compute is not None and self.compute[2] <= 1e-9:
+            self._compute_done()
+        self._start_phases()
+        self._recompute()
+
+    # ------------------------------------------------------------------ network
+    def _priority(self, k: int, n: int) -> tuple:
+        urgent = 0 if self.it.comms[k].urgent else 1
+        if self.order_pos is not None:
+            pos, off = self.order_pos[k]
+            return (urgent, (n - off) * len(self.it.comms) + pos)
+        self.issue_seq += 1
+        return (urgent, -self.issue_seq if self.p.schedule.order == "lifo" else self.issue_seq)
+
+    def _release(self, k: int, n: int) -> None:
+        key = (k, n)
+        works = self.works[k]
+        if not works:
+            self._collective_done(key)
+            return
+        prio = self._priority(k, n)
+        self.chunks_left[key] = self.nchunks[k]
+        self.sent[key] = 0.0
+        for c in range(self.nchunks[k]):
+            chunk = [key, 0, prio, c]
+            if math.isfinite(self.pools.sram):
+                self.arrivals += 1
+                heappush(self.sram_queue, (prio, self.arrivals, chunk))
+            else:
+                self._enqueue(chunk)
+        self._admit()
+
+    def _admit(self) -> None:
+        while self.sram_queue:
+            chunk = self.sram_queue[0][2]
+            need = sram_need(self.chunk_bytes[chunk[0][0]], self.pools.sram)
+            if need > self.sram_free * (1 + 1e-12):
+                return
+            heappop(self.sram_queue)
+            self.sram_free -= need
+            self.sram_peak = max(self.sram_peak, self.pools.sram - self.sram_free)
+            self._enqueue(chunk)
+
+    def _enqueue(self, chunk: list) -> None:
+        w = self.works[chunk[0][0]][chunk[1]]
+        self.arrivals += 1
+        heappush(self.queues[w.dim], (chunk[2], self.arrivals, chunk))
+
+    def _start_phases(self) -> None:
+        for d, q in enumerate(self.queues):
+            if not self.dim_busy[d] and q:
+                chunk = heappop(q)[2]
+                self.dim_busy[d] = True
+                self.next_id += 1
+                w = self.works[chunk[0][0]][chunk[1]]
+                self.active[self.next_id] = [w, 1.0, 0.0, chunk, self.eng.now]
+                self.acc[f"alone{d}"] += 1.0 / phase_rates([w], self.pools)[0]
+
+    def _phase_done(self, i: int) -> None:
+        w, _, _, chunk, start = self.active.pop(i)
+        self.dim_busy[w.dim] = False
+        key = chunk[0]
+        self.sent[key] += w.wire_bytes
+        if key[1] >= self.max_iter - 5:  # enough to cover the measured window, whichever iteration issued it
+            self.timeline.append((f"dim{w.dim}", self.it.comms[key[0]].name, "comm", start, self.eng.now))
+        chunk[1] += 1
+        if chunk[1] < len(self.works[key[0]]):
+            self._enqueue(chunk)
+            return
+        if math.isfinite(self.pools.sram):
+            self.sram_free += sram_need(self.chunk_bytes[key[0]], self.pools.sram)
+            self._admit()
+        self.chunks_left[key] -= 1
+        if self.chunks_left[key] == 0:
+            self._collective_done(key)
+
+    def _collective_done(self, key: tuple[int, int]) -> None:
+        c = self.it.comms[key[0]]
+        self.done[key] = self.eng.now + c.delay_s
+        if c.delay_s > 0:
+            self.eng.schedule(self.done[key], self._wake, None)
+        else:
+            self._try_compute()
+
+    # ------------------------------------------------------------------ compute
+    def _wake(self, _: object) -> None:
+        self._advance()
+        self._try_compute()
+        self._start_phases()
+        self._recompute()
+
+    def _try_compute(self) -> None:
+        if self.compute is not None or self.n >= self.max_iter:
+            return
+        n, j = self.n, self.j
+        for k, back, _ in self.waits.get(j, ()):
+            m = n - back
+            if m < 0:
+                continue
+            ready = self.done.get((k, m))
+            if ready is None or ready > self.eng.now + EPS:
+                return  # a collective's completion or its wake-up will call back
+        if j == 0:
+            self.iter_start.append(self.eng.now)
+            self.snaps.append(dict(self.acc))
+        task = self.it.computes[j].demand
+        self.compute = [j, n, 1.0, 0.0]
+        self.compute_started = self.eng.now
+        nominal = max(compute_time_terms(task, self.p.npu, self.p.npu.cores, self.p.npu.hbm_bandwidth))
+        self.acc["nominal"] += nominal
+
+    def _compute_done(self) -> None:
+        j, n, _, _ = self.compute
+        self.compute = None
+        if n >= self.max_iter - 4:
+            c = self.it.computes[j]
+            self.timeline.append(("compute", c.name, c.kind, self.compute_started, self.eng.now))
+        for k in self.releases.get(j, ()):
+            self._release(k, n)
+        self.j += 1
+        if self.j == len(self.it.computes):
+            self.j, self.n = 0, self.n + 1
+        self._try_compute()
+
+    def run(self) -> SimResult:
+        self._try_compute()
+        self._start_phases()
+        self._recompute()
+        self.eng.run()
+        if len(self.iter_start) < self.max_iter:
+            raise RuntimeError("the replay stalled before its last iteration (a collective never completed)")
+        return self._result()
+
+    def _result(self) -> SimResult:
+        a, b = self.max_iter - 3, self.max_iter - 1
+        t_a, t_b = self.iter_start[a], self.iter_start[b]
+        span = t_b - t_a
+        iters = b - a
+        s_a, s_b = self.snaps[a], self.snaps[b]
+        per = {key: (s_b[key] - s_a[key]) for key in s_a}
+        D = len(self.p.topology.dims)
+        util = {"compute": per["compute"] / span if span else 0.0}
+        for d in range(D):
+            util[f"dim{d}:{self.p.topology.dims[d].name}"] = per[f"dim{d}"] / span if span else 0.0
+        util["hbm_comm"] = per["hbm_comm"] / span / self.p.npu.hbm_bandwidth if span else 0.0
+        util["hbm_compute"] = per["hbm_compute"] / span / self.p.npu.hbm_bandwidth if span else 0.0
+        if self.kind != "ideal":
+            util["reduction"] = per["reduce"] / span / self.pools.reduction if span else 0.0
+            util["comm_memory"] = per["hbm_comm"] / span / self.pools.memory if span else 0.0
+        if math.isfinite(self.pools.sram):
+            util["sram"] = per["sram"] / span / self.pools.sram if span else 0.0
+        stretch = {}
+        for d in range(D):
+            alone = per[f"alone{d}"]
+            stretch[f"dim{d}:{self.p.topology.dims[d].name}"] = per[f"dim{d}"] / alone if alone > 0 else 1.0
+        period = span / iters
+        compute = per["compute"] / iters
+        ref = self.max_iter - 3
+        sent = {k: v for (k, n), v in self.sent.items() if n == ref}
+        t_end = t_a + period
+        timeline = [(r, nm, kd, max(s, t_a), min(e, t_end)) for r, nm, kd, s, e in self.timeline
+                    if e > t_a and s < t_end]
+        return SimResult(
+            period_s=period, compute_time_s=compute, nominal_compute_s=per["nominal"] / iters,
+            exposed_comm_s=max(0.0, period - compute), utilization=util, sram_peak_bytes=self.sram_peak,
+            sram_wait_s=per["sram_wait"] / max(1, sum(self.nchunks)) / iters, dim_stretch=stretch, hbm_peak_bytes_per_s=self.hbm_peak, iterations=self.max_iter,
+            events=self.eng.events, chunks_per_collective=list(self.nchunks), bytes_sent=sent,
+            bytes_expected=dict(self.expected), timeline=[(r, nm, kd, s - t_a, e - t_a) for r, nm, kd, s, e in timeline],
+            window_s=(t_a, t_b))
+
+
+def simulate(problem: Problem, design: Design, *, order: Order | None = None, iterations: int = 8) -> SimResult:
+    """Replay ``iterations`` training iterations of ``problem`` at ``design`` and report the steady state
+    over the last two. ``order``: a solution's network order as priorities; None: the problem's policy."""
+    if iterations < 4:
+        raise ValueError("simulate needs at least 4 iterations to measure a steady state")
+    return _Replay(problem, design, order, iterations).run()

@@ -1,0 +1,53 @@
+"""What ``codesign simulate P.yaml`` replays: the problem's fixed design, or a saved solution's design and order."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .endpoint import Design, design_of
+from .errors import SpecError
+from .evaluate import Order
+from .problem import Problem
+from .solution import DESIGN_KEYS
+
+
+def design_and_order(problem: Problem, solution_path: str | None) -> tuple[Design, Order | None]:
+    """The design to replay and the network order (None: the problem's policy)."""
+    eng = problem.engine
+    if solution_path is None:
+        open_ = [r for r, opts in eng.resources.items() if len(opts) > 1]
+        if open_:
+            raise SpecError(f"engine.{open_[0]} has {len(eng.resources[open_[0]])} options: fix each resource "
+                            "to one value to simulate the problem, or pass --solution from 'solve --out'",
+                            file=problem.path, path=f"engine.{open_[0]}")
+        return design_of(eng, {r: 0 for r in eng.resources}), None
+    file = str(solution_path)
+    try:
+        doc = json.loads(Path(solution_path).read_text())
+    except FileNotFoundError:
+        raise SpecError("solution file not found", file=file) from None
+    except (OSError, ValueError) as e:
+        raise SpecError(f"not a solution JSON file: {e}", file=file) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("design"), dict):
+        raise SpecError("expected the solution.json written by 'codesign solve --out'", file=file, path="design")
+    if doc.get("engine") != eng.kind:
+        raise SpecError(f"the solution is for a {doc.get('engine')!r} engine but the problem has {eng.kind!r}",
+                        file=file, path="engine")
+    choice = {}
+    for r, opts in eng.resources.items():
+        key = DESIGN_KEYS[r]
+        if key not in doc["design"]:
+            raise SpecError(f"missing the value of {r}", file=file, path=f"design.{key}")
+        v = doc["design"][key]
+        match = [i for i, o in enumerate(opts) if abs(o.value - v) <= 1e-9 * max(abs(v), 1.0)]
+        if not match:
+            raise SpecError(f"{v!r} is not one of the problem's options for {r}", file=file, path=f"design.{key}")
+        choice[r] = match[0]
+    seq = doc.get("order", {}).get("sequence")
+    order = None
+    if seq is not None:
+        try:
+            order = tuple((int(k), int(off)) for k, off in seq)
+        except (TypeError, ValueError):
+            raise SpecError("expected a list of [collective, offset] pairs", file=file, path="order.sequence") from None
+    return design_of(eng, choice), order
