@@ -7,6 +7,7 @@ The file's sections: ``workload``, ``topology``, ``npu``, ``engine``, ``objectiv
 from __future__ import annotations
 
 import difflib
+import inspect
 import math
 from pathlib import Path
 from typing import Any, Callable
@@ -17,10 +18,14 @@ from .errors import SpecError
 from .problem import OBJECTIVES, ORDERS, Objective, Problem, ScheduleSpec, SolverSpec
 from .topology import ALGORITHMS, KINDS, Dim, Topology
 from .workload.astra import astra_to_workload, parse_astra_workload
+from .workload.gnmt import gnmt
 from .workload.model import COLLECTIVES, PARALLELISMS, Comm, Compute, Layer, Workload
 from .yamlfile import YList, YMap, load_yaml
 
 # Per engine resource: the key of an option's value, its unit dimension (None: a plain number), its bounds.
+#: Models built from their architecture in code (``workload: {builder: NAME, args: {...}}``).
+BUILDERS: dict[str, Callable[..., Workload]] = {"gnmt": gnmt}
+
 OPTION_VALUE = {
     "sram": ("size", U.BYTES), "alu": ("rate", U.BYTES_PER_S), "dma": ("bandwidth", U.BYTES_PER_S),
     "comm_cores": ("cores", None), "comm_hbm_share": ("share", None),
@@ -191,10 +196,37 @@ def _comm(ctx: Ctx, v: Any, path: str, line: int | None, ndims: int) -> Comm | N
     return Comm(coll, nbytes, dims)
 
 
+def _built(ctx: Ctx, m: YMap) -> Workload:
+    """``workload: {builder: NAME, args: {...}}``: a model built from its architecture in code."""
+    for k in ("astra", "layers", "parallelism", "last_bottom_layer", "clock"):
+        if k in m:
+            raise ctx.error(_join("workload", k), "not allowed with 'builder' (the builder sets it)", _line(m, k))
+    name = choice(ctx, m, "builder", "workload", tuple(BUILDERS))
+    fn = BUILDERS[name]
+    args = m.get("args", {}) or {}
+    if not isinstance(args, dict):
+        raise ctx.error("workload.args", f"expected a mapping of {name}'s arguments, got {_kind(args)}",
+                        _line(m, "args"))
+    params = [p for p in inspect.signature(fn).parameters]
+    for k in args:
+        if k not in params:
+            near = difflib.get_close_matches(str(k), params, n=1, cutoff=0.6)
+            hint = f"; did you mean {near[0]!r}?" if near else f"; valid: {', '.join(params)}"
+            raise ctx.error(f"workload.args.{k}", f"{name} has no argument {k!r}{hint}", _line(args, k))
+    try:
+        return fn(**args)
+    except (TypeError, ValueError) as e:
+        raise ctx.error("workload.args", f"{name}: {e}", _line(m, "args")) from None
+
+
 def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
     path = "workload"
-    m = section(ctx, w, path, ("astra", "clock", "name", "parallelism", "layers", "last_bottom_layer"),
-                parent=top, key="workload")
+    m = section(ctx, w, path, ("astra", "clock", "name", "parallelism", "layers", "last_bottom_layer", "builder",
+                               "args"), parent=top, key="workload")
+    if "builder" in m:
+        return _built(ctx, m)
+    if "args" in m:
+        raise ctx.error("workload.args", "'args' goes with 'builder'", _line(m, "args"))
     if "astra" in m:
         for k in ("parallelism", "layers", "last_bottom_layer"):
             if k in m:
@@ -235,6 +267,10 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
             weight_grad_comm=_comm(ctx, lm.get("weight_grad_comm"), _join(lp, "weight_grad_comm"),
                                    _line(lm, "weight_grad_comm"), ndims),
             update_s=quantity(ctx, lm, "update", lp, U.SECONDS, allow_zero=True, default=0.0)))
+    if layers[0].input_grad_comm is not None and par != "hybrid_dlrm":
+        raise ctx.error("workload.layers[0].input_grad_comm", "the first layer computes no input gradient, so it "
+                        "issues no input-gradient collective (only hybrid_dlrm's embedding does)",
+                        _line(lst[0], "input_grad_comm"))
     last_bottom = None
     if par == "hybrid_dlrm":
         if "last_bottom_layer" not in m:

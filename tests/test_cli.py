@@ -108,3 +108,13 @@ def test_simulate_missing_input_is_one_line():
     r = run("simulate", "--astra-workload", str(d / "workload/microAllReduce.txt"), "--astra-network", "nope.json",
             "--astra-system", str(d / "system/sample_torus_sys.txt"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "nope.json" in r.stderr
+
+
+def test_gnmt_problem_solves_and_replays_close():
+    r = run("solve", "problems/gnmt_ace_torus2d.yaml", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["status"] == "optimal"
+    v = doc["validation"]
+    assert v["simulated_s"] >= v["lower_bound_s"]
+    assert abs(v["rel_diff"]) < 0.05, v["findings"]  # 21% before oversize chunks streamed through SRAM

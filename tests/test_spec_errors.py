@@ -724,3 +724,29 @@ def test_yaml_1_1_exponent_without_dot_is_a_number(tmp_path, doc):
     # YAML 1.1 reads 1e-4 as text; a user writing gap: 1e-4 means the number
     (tmp_path / "p.yaml").write_text(write(tmp_path, doc).read_text() + "solver:\n  gap: 1e-4\n")
     assert codesign.load_problem(tmp_path / "p.yaml").solver.mip_gap == 1e-4
+
+
+def test_workload_builder_gnmt(tmp_path, doc):
+    doc["workload"] = {"builder": "gnmt", "args": {"batch_per_npu": 8, "src_len": 10, "tgt_len": 10}}
+    p = codesign.load_problem(write(tmp_path, doc))
+    assert p.workload.name == "gnmt" and len(p.workload.layers) == 13
+    assert sum(l.weight_grad_comm.bytes for l in p.workload.layers if l.weight_grad_comm) == 4 * 160_671_297
+
+
+def test_workload_builder_bad_argument(tmp_path, doc, capsys):
+    doc["workload"] = {"builder": "gnmt", "args": {"batch_per_np": 8}}
+    path = write(tmp_path, doc)
+    expect_error(path, capsys, key="workload.args.batch_per_np", phrase="did you mean 'batch_per_npu'?",
+                 line=line_of(path, "batch_per_np:"))
+
+
+def test_workload_builder_with_layers_is_rejected(tmp_path, doc, capsys):
+    doc["workload"]["builder"] = "gnmt"
+    path = write(tmp_path, doc)
+    expect_error(path, capsys, key="workload.layers", phrase="not allowed with 'builder'", line=line_of(path, "layers:"))
+
+
+def test_first_layer_input_grad_comm_is_rejected(tmp_path, doc, capsys):
+    doc["workload"]["layers"][0]["input_grad_comm"] = {"collective": "all_reduce", "bytes": "1 MiB"}
+    path = write(tmp_path, doc)
+    expect_error(path, capsys, key="workload.layers[0].input_grad_comm", phrase="computes no input gradient")
