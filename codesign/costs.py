@@ -12,8 +12,11 @@ the phase's dimension, including hop latency and endpoint delay per step; HBM an
 baseline; ALUs on ACE, and ACE's DMA, which streams the input in during the first phase and the
 output out during the last, as the baseline's HBM traffic overlaps its phases), and B, the pipeline's interval,
 is the largest per-chunk load on one resource summed over all phases that use it (each dimension's
-links, HBM, cores, ALUs, DMA) or ACE's SRAM bound by Little's law: with ``sram`` bytes and a chunk
-residence of R seconds (its traversal at link speed), at most sram/R bytes/s flow, so B >= chunk*R/sram.
+links, HBM, cores, ALUs, DMA) or ACE's SRAM bound by Little's law: bytes in flight = throughput x
+residence. With ``sram`` bytes and a chunk residing R seconds (its traversal at link speed), at most
+sram/R bytes/s flow, so B >= chunk*R/sram. A chunk larger than the SRAM streams through it in
+SRAM-sized pieces, each residing only for a piece's traversal, so it takes one traversal at bandwidth
+plus its latency terms once per piece (``sram_interval``).
 For k = 1 this is the sum of phase times; for identical chunks through a serial pipeline it is the
 flow-shop makespan sum(t) + (k-1) max(t).
 """
@@ -60,6 +63,7 @@ class CollectiveDemands:
     ace_in_bytes: float
     ace_out_bytes: float
     residence_s: float
+    residence_latency_s: float  # the part of residence_s that does not scale with the chunk's bytes
 
     @property
     def ace_hbm_bytes(self) -> float:
@@ -87,7 +91,9 @@ def collective_demands(comm: Comm, topology: Topology, engine: Engine, chunks: i
                 for p in phs)
     red = tuple(p.reduce_bytes for p in phs)
     inp, out = payload_bytes(comm, topology, c)
-    return CollectiveDemands(chunks, c, tuple(p.dim for p in phs), link, hbm, red, inp, out, sum(link))
+    lat = sum(p.steps * (topology.dims[p.dim].hops * topology.dims[p.dim].latency + engine.endpoint_delay_s)
+              for p in phs)
+    return CollectiveDemands(chunks, c, tuple(p.dim for p in phs), link, hbm, red, inp, out, sum(link), lat)
 
 
 def endpoint_rates(engine: Engine, npu: NPU, design: Design) -> dict[str, float]:
@@ -113,8 +119,16 @@ def phase_resource_times(dem: CollectiveDemands, i: int, kind: str, rates: dict[
 
 
 def sram_interval(dem: CollectiveDemands, sram_bytes: float) -> float:
-    """Little's law: the least seconds between chunks that ``sram_bytes`` of SRAM can sustain."""
-    return resource_time(dem.chunk_bytes * dem.residence_s, sram_bytes)
+    """Little's law: the least seconds per chunk that ``sram_bytes`` of SRAM can sustain.
+
+    A chunk that fits resides ``residence_s``: chunk * residence / sram. A larger one streams through in
+    pieces of the SRAM's size, one at a time: its bandwidth part once, its latency part once per piece."""
+    c = dem.chunk_bytes
+    if sram_bytes <= 0.0:
+        return float("inf") if c > 0 else 0.0
+    if c <= sram_bytes:
+        return c * dem.residence_s / sram_bytes
+    return (dem.residence_s - dem.residence_latency_s) + c / sram_bytes * dem.residence_latency_s
 
 
 def collective_time(dem: CollectiveDemands, engine: Engine, npu: NPU, design: Design) -> float:

@@ -127,3 +127,20 @@ def test_collective_never_faster_than_its_busiest_link(ss, S, k):
     # pipelining chunks never makes a collective slower than running it whole
     whole = collective_time(collective_demands(Comm("all_reduce", S), t, e, 1), e, NPU(), Design("ideal", {}))
     assert total <= whole * (1 + 1e-9) + k * sum(d.latency * 2 * d.size for d in t.dims)
+
+
+def test_sram_interval_streams_oversize_chunks():
+    """A chunk that fits resides for its traversal (Little: chunk * R / sram); one 4x larger than the SRAM
+    streams through in 4 pieces: its bandwidth time once, its latency terms 4 times."""
+    from codesign.costs import sram_interval
+    t = Topology((Dim("d", "ring", 2, 1, 1e9, 1e-6),))
+    e = Engine("ace", endpoint_delay_s=0.0)
+    dem = collective_demands(Comm("all_reduce", 4e6), t, e, chunks=1)
+    bw_part, lat = 4e6 / 1e9, 2 * 1e-6  # S on the wire at 1 GB/s; 2 steps of 1 us
+    assert dem.residence_s == pytest.approx(bw_part + lat) and dem.residence_latency_s == pytest.approx(lat)
+    assert sram_interval(dem, 8e6) == pytest.approx(4e6 * (bw_part + lat) / 8e6)
+    assert sram_interval(dem, 1e6) == pytest.approx(bw_part + 4 * lat)
+    # continuous where the chunk just fits, and never rising with more SRAM
+    assert sram_interval(dem, 4e6) == pytest.approx(bw_part + lat)
+    vals = [sram_interval(dem, z) for z in (5e5, 1e6, 2e6, 4e6, 8e6, 16e6)]
+    assert all(a >= b for a, b in zip(vals, vals[1:]))
