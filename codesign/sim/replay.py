@@ -178,10 +178,13 @@ class _Replay:
         if version != self.version:
             return
         self._advance()
-        finished = [i for i, it in self.active.items() if it[1] <= 1e-9]
+        # finished: what is left would take less time than the clock can resolve at this magnitude
+        # (otherwise a remainder below the float spacing of ``now`` never shrinks and the replay spins)
+        tol = 1e-15 + 4e-16 * self.eng.now
+        finished = [i for i, it in self.active.items() if it[1] <= 1e-9 or it[1] <= tol * it[2]]
         for i in finished:
             self._phase_done(i)
-        if self.compute is not None and self.compute[2] <= 1e-9:
+        if self.compute is not None and (self.compute[2] <= 1e-9 or self.compute[2] <= tol * self.compute[3]):
             self._compute_done()
         self._start_phases()
         self._recompute()
