@@ -32,7 +32,7 @@ class LowerBound:
 
 
 def lower_bound(problem: Problem, design: Design) -> LowerBound:
-    it = build_iteration(problem.workload)
+    it = build_iteration(problem.workload, problem.schedule.overlap)
     npu = problem.npu
     pools = Pools.of(problem.engine, npu, design)
     terms = {"compute": sum(max(compute_time_terms(c.demand, npu, npu.cores, npu.hbm_bandwidth))

@@ -80,7 +80,7 @@ def _validate(args: argparse.Namespace) -> int:
     from .spec import load_problem
 
     p = load_problem(args.problem)
-    it = build_iteration(p.workload)
+    it = build_iteration(p.workload, p.schedule.overlap)
     sized = ", ".join(f"{r} ({len(o)} options)" for r, o in p.engine.resources.items()) or "nothing"
     print(f"{args.problem}: valid. {p.workload.name}: {len(p.workload.layers)} layers ({p.workload.parallelism}), "
           f"{len(it.comms)} collectives; network {p.topology.shape} ({p.topology.npus} NPUs); "

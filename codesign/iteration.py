@@ -11,6 +11,10 @@ delay, the layer's update for weight-gradient collectives) before it may start:
   first top-MLP layer; its backward all-to-all is issued when the first top layer's input gradient ends
   and awaited before the next iteration begins. Both outrank every other collective.
 - ``micro``: every collective is issued at the start of the iteration; there is no compute.
+
+With ``overlap=False`` (``schedule: {overlap: false}``: the ACE study's no-overlap baseline) every
+collective blocks the compute task after the one that issues it: communication never runs beside
+compute.
 """
 from __future__ import annotations
 
@@ -51,8 +55,21 @@ class Iteration:
     comms: tuple[CommTask, ...]
 
 
-def build_iteration(w: Workload) -> Iteration:
+def build_iteration(w: Workload, overlap: bool = True) -> Iteration:
     """Tasks and their dependencies for one training iteration of ``w``."""
+    it = _build(w)
+    if overlap:
+        return it
+    J = len(it.computes)
+    blocking = []
+    for c in it.comms:
+        nxt = c.issue_after + 1
+        blocking.append(CommTask(c.index, c.name, c.layer, c.kind, c.comm, c.issue_after, nxt % J, nxt >= J,
+                                 c.delay_s, c.urgent))
+    return Iteration(it.computes, tuple(blocking))
+
+
+def _build(w: Workload) -> Iteration:
     L = len(w.layers)
     if w.parallelism == "micro":
         computes = (ComputeTask(0, "iteration", -1, "idle", Compute(time_s=0.0)),)

@@ -21,10 +21,12 @@ class Objective:
 
 @dataclass(frozen=True)
 class ScheduleSpec:
-    """How collectives share the network: a policy order and the chunks each collective is cut into."""
+    """How collectives share the network: a policy order, the chunks each collective is cut into, and
+    whether communication may overlap compute (False: every collective blocks the next compute task)."""
 
     order: str = "lifo"
     chunks: int = 1
+    overlap: bool = True
 
 
 @dataclass(frozen=True)

@@ -421,10 +421,11 @@ def objective(ctx: Ctx, o: Any, top: YMap) -> Objective:
 def schedule(ctx: Ctx, s: Any, top: YMap) -> ScheduleSpec:
     if s is None:
         return ScheduleSpec()
-    m = section(ctx, s, "schedule", ("order", "chunks"), parent=top, key="schedule")
+    m = section(ctx, s, "schedule", ("order", "chunks", "overlap"), parent=top, key="schedule")
     return ScheduleSpec(order=choice(ctx, m, "order", "schedule", ORDERS, default="lifo"),
                         chunks=int(number(ctx, m.get("chunks", 1), "schedule.chunks", _line(m, "chunks"),
-                                          integer=True, lo=1, hi=1024)))
+                                          integer=True, lo=1, hi=1024)),
+                        overlap=boolean(ctx, m, "overlap", "schedule", True))
 
 
 def solver_settings(ctx: Ctx, s: Any, base: SolverSpec, path: str = "solver", top: Any = None) -> SolverSpec:

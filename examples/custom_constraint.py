@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 def double_buffered_sram(model: pyo.ConcreteModel, problem: codesign.Problem, power_cap_w: float = 1.5) -> None:
     """SRAM >= 2 x the largest chunk, and power <= ``power_cap_w``."""
     chunks = problem.schedule.chunks
-    largest = max(c.comm.bytes for c in build_iteration(problem.workload).comms) / chunks
+    largest = max(c.comm.bytes for c in build_iteration(problem.workload, problem.schedule.overlap).comms) / chunks
     options = problem.engine.options("sram")
     if "sram" in problem.engine.sized:
         sram = sum(o.value * model.y["sram", i] for i, o in enumerate(options))

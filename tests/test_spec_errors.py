@@ -338,7 +338,7 @@ def test_wrong_type(tmp_path, doc, capsys, change, key, phrase, needle):
 @pytest.mark.parametrize("section,value,key,phrase", [
     ("topology", 5, "topology", "expected a mapping with keys dims, got the number 5"),
     ("npu", [1], "npu", "expected a mapping with keys compute, hbm_bandwidth"),
-    ("schedule", "lifo", "schedule", "expected a mapping with keys order, chunks, got the text 'lifo'"),
+    ("schedule", "lifo", "schedule", "expected a mapping with keys order, chunks, overlap, got the text 'lifo'"),
     ("engine", "ace", "engine", "expected a mapping with 'type: baseline | ace | ideal', got the text 'ace'"),
 ])
 def test_section_of_wrong_type(tmp_path, doc, capsys, section, value, key, phrase):

@@ -80,6 +80,6 @@ class ModelData:
 
 
 def model_data(problem: Problem) -> ModelData:
-    it = build_iteration(problem.workload)
+    it = build_iteration(problem.workload, problem.schedule.overlap)
     dem = [collective_demands(c.comm, problem.topology, problem.engine, problem.schedule.chunks) for c in it.comms]
     return ModelData(problem, it, dem)

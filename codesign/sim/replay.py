@@ -62,7 +62,7 @@ class SimResult:
 class _Replay:
     def __init__(self, problem: Problem, design: Design, order: Order | None, iterations: int) -> None:
         self.p, self.design = problem, design
-        self.it = build_iteration(problem.workload)
+        self.it = build_iteration(problem.workload, problem.schedule.overlap)
         self.pools = Pools.of(problem.engine, problem.npu, design)
         self.kind = problem.engine.kind
         self.max_iter = iterations
