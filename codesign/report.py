@@ -13,6 +13,22 @@ _DESIGN_LABELS = {"sram": ("SRAM", BYTES), "alu": ("ALU", BYTES_PER_S), "dma": (
                   "comm_cores": ("comm cores", None), "comm_hbm_share": ("comm HBM share", None)}
 
 
+#: One colour per task kind, shared by every timeline picture.
+KIND_COLORS = {"forward": "#4C72B0", "input_grad": "#DD8452", "weight_grad": "#55A868", "comm": "#C44E52",
+               "idle": "#999999"}
+
+
+def _finish(fig, ax, path: Path) -> Path:
+    """Legend of the task kinds, then write the picture and free it."""
+    import matplotlib.pyplot as plt
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in KIND_COLORS.values()]
+    ax.legend(handles, list(KIND_COLORS), ncol=5, fontsize=7, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def design_text(s: Solution) -> str:
     parts = []
     for r, v in s.design.items():
@@ -113,8 +129,7 @@ def timeline_png(res, p: Problem, path: Path) -> Path:
 
     rows = ["compute"] + [f"dim{d}" for d in range(len(p.topology.dims))]
     labels = ["compute"] + [f"{d.name} (dim{i})" for i, d in enumerate(p.topology.dims)]
-    colors = {"forward": "#4C72B0", "input_grad": "#DD8452", "weight_grad": "#55A868", "comm": "#C44E52",
-              "idle": "#999999"}
+    colors = KIND_COLORS
     fig, ax = plt.subplots(figsize=(11, 1.2 + 0.6 * len(rows)))
     for row, _, kind, start, end in res.timeline:
         y = len(rows) - 1 - rows.index(row)
@@ -124,12 +139,7 @@ def timeline_png(res, p: Problem, path: Path) -> Path:
     ax.set_xlim(0, res.period_s * 1e6)
     ax.set_xlabel("time in one simulated steady-state period (us)")
     ax.set_title(f"{p.name}: simulated period {res.period_s * 1e3:.3f} ms")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()]
-    ax.legend(handles, list(colors), ncol=5, fontsize=7, loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _finish(fig, ax, path)
 
 
 def gantt(s: Solution, path: Path) -> Path:
@@ -138,8 +148,7 @@ def gantt(s: Solution, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colors = {"forward": "#4C72B0", "input_grad": "#DD8452", "weight_grad": "#55A868", "comm": "#C44E52",
-              "idle": "#999999"}
+    colors = KIND_COLORS
     fig, ax = plt.subplots(figsize=(11, 2.8))
     for task in s.schedule:
         row = 0 if task.kind == "comm" else 1
@@ -149,9 +158,4 @@ def gantt(s: Solution, path: Path) -> Path:
     ax.set_yticks([0, 1], ["network", "compute"])
     ax.set_xlabel("time in the steady-state iteration (us); dashed: the period")
     ax.set_title(f"{s.problem}: {s.engine}, iteration {s.iteration_time_s * 1e3:.3f} ms ({s.status})")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()]
-    ax.legend(handles, list(colors), ncol=5, fontsize=7, loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _finish(fig, ax, path)
