@@ -17,8 +17,8 @@ def design_and_order(problem: Problem, solution_path: str | None) -> tuple[Desig
     if solution_path is None:
         open_ = [r for r, opts in eng.resources.items() if len(opts) > 1]
         if open_:
-            raise SpecError(f"engine.{open_[0]} has {len(eng.resources[open_[0]])} options: fix each resource "
-                            "to one value to simulate the problem, or pass --solution from 'solve --out'",
+            raise SpecError(f"{len(eng.resources[open_[0]])} options: fix each resource to one value to simulate "
+                            "the problem, or pass --solution from 'solve --out'",
                             file=problem.path, path=f"engine.{open_[0]}")
         return design_of(eng, {r: 0 for r in eng.resources}), None
     file = str(solution_path)

@@ -118,3 +118,21 @@ def test_gnmt_problem_solves_and_replays_close():
     v = doc["validation"]
     assert v["simulated_s"] >= v["lower_bound_s"]
     assert abs(v["rel_diff"]) < 0.05, v["findings"]  # 21% before oversize chunks streamed through SRAM
+
+
+def test_simulate_problem_needs_fixed_design_or_solution(tmp_path):
+    r = run("simulate", "problems/quickstart.yaml")
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("codesign: error: problems/quickstart.yaml: engine.sram: 2 options: fix each "
+                                "resource to one value to simulate the problem, or pass --solution from 'solve --out'")
+    r = run("solve", "problems/quickstart.yaml", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    r = run("simulate", "problems/quickstart.yaml", "--solution", str(tmp_path / "solution.json"), "--json",
+            "--out", str(tmp_path / "sim"))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    saved = json.loads((tmp_path / "solution.json").read_text())
+    # the same design and order replayed again: the validation's figure, exactly
+    assert doc["iteration_time_s"] == pytest.approx(saved["validation"]["simulated_s"], rel=1e-12)
+    assert doc["iteration_time_s"] >= doc["lower_bound_s"]
+    assert (tmp_path / "sim" / "timeline.png").stat().st_size > 0
