@@ -130,7 +130,7 @@ def _replay(it: Iteration, p: list[float], d: list[float], policy: str, order: O
                 heapq.heappush(ready, (key(k, n), k, n))
         comp_start.append(starts)
         n_done = n + 1
-        if n >= 6 and _settled(comp_start, dispatch, K, n):
+        if n >= 6 and _settled(comp_start, n):
             break
     dispatch_until(inf)
     n_ref = n_done - 3 if n_done >= 4 else n_done - 1
@@ -142,7 +142,8 @@ def _replay(it: Iteration, p: list[float], d: list[float], policy: str, order: O
     return Replay(period, rel_comp, rel_comm, order_out, n_done < max_iter, n_done)
 
 
-def _settled(comp_start: list[list[float]], dispatch: list[tuple[int, int]], K: int, n: int) -> bool:
+def _settled(comp_start: list[list[float]], n: int) -> bool:
+    """The last three periods agree to 1e-9: the max-plus recursion has reached its cycle."""
     per = [comp_start[i + 1][0] - comp_start[i][0] for i in range(n - 3, n)]
     scale = max(abs(x) for x in per) or 1.0
     return max(per) - min(per) <= 1e-9 * scale
