@@ -38,6 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--astra-system", metavar="S", help="ASTRA-sim system text file")
     m.add_argument("--passes", type=int, default=1, metavar="K", help="ASTRA-sim training passes (default 1)")
     m.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    from .sweep_cli import register  # sweep | pareto | shadow
+    ap.set_defaults(more_handlers=register(sub))
     return ap
 
 
@@ -150,7 +152,7 @@ def _simulate_astra(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"solve": _solve, "validate": _validate, "simulate": _simulate}[args.command](args)
+        return {"solve": _solve, "validate": _validate, "simulate": _simulate, **args.more_handlers}[args.command](args)
     except CodesignError as e:
         print(f"codesign: error: {e}", file=sys.stderr)
         return e.exit_status

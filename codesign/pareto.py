@@ -1,0 +1,226 @@
+"""Pareto fronts between two of iteration time, area and power, by epsilon constraints.
+
+The method: every point of the front is a lexicographic optimum, "minimize y subject to x <= eps, then
+minimize x subject to that y", so no point is dominated by another design at the same order. The two
+ends come first: the min-y end (minimize y with x free, then x) and the min-x end (minimize x, then y).
+Then, with ``points=None`` (the default), the front is walked exactly: from the min-y end, each next
+point minimizes y subject to x a hair (1e-4 mm^2 or W) below the last point's x, until x cannot go lower;
+the design space is finite, so this finds every corner of the front (designs closer than that hair are
+merged; the hair must exceed HiGHS's feasibility tolerance, 1e-6, or a budget of x - 1e-7 admits x). With ``points=N`` the epsilons are N evenly spaced values from the min-x end to the min-y
+end instead, which may skip corners but bounds the number of solves. The problem's own budget on x (and
+on y) is lifted to trace the whole front; its other budgets and constraints stay. Its own answer, "as
+posed", is marked on the picture.
+
+Epsilon constraints use the problem's own knobs: an area or power budget, or the iteration-time target
+(so no extra hook is needed, and any ``extra`` the caller gives is applied at every solve). Iteration
+times are in seconds, area in mm^2, power in W.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InfeasibleError, SpecError
+from .pipeline import Extra, solve
+from .problem import Objective, Problem
+from .solution import Solution
+
+METRICS = ("iteration_time", "area", "power")
+LABELS = {"iteration_time": "iteration time (ms)", "area": "area (mm^2)", "power": "power (W)"}
+SHOW = {"iteration_time": 1e3, "area": 1.0, "power": 1.0}  # SI -> the plotted unit
+REL = 1e-7     # the lexicographic second stage keeps the first objective within this (as solve's own does)
+STEP = 1e-4    # the exact walk asks for x this much below the last point (mm^2 or W; above the MIP tolerance)
+
+
+def metric(s: Solution, name: str) -> float:
+    return {"iteration_time": s.iteration_time_s, "area": s.area_mm2, "power": s.power_w}[name]
+
+
+@dataclass(frozen=True)
+class FrontPoint:
+    """One design on the front; ``x``/``y`` in SI (s, mm^2, W)."""
+
+    x: float
+    y: float
+    solution: Solution
+    role: str = ""        # "min-x end", "min-y end" or ""
+
+
+@dataclass
+class ParetoFront:
+    """The front (sorted by x), the problem's own answer ("as posed"), and how it was traced."""
+
+    x: str
+    y: str
+    points: list[FrontPoint]
+    as_posed: Solution | None
+    method: str
+    solves: int
+    x_budget: float | None = None
+    dropped: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def to_frame(self) -> Any:
+        import pandas as pd
+
+        from .report import design_text
+        return pd.DataFrame([{self.x: p.x, self.y: p.y, "role": p.role, "iteration_time_s": p.solution.iteration_time_s,
+                              "area_mm2": p.solution.area_mm2, "power_w": p.solution.power_w,
+                              "design": design_text(p.solution), "status": p.solution.status} for p in self.points])
+
+    def plot(self, path: str | Path) -> Path:
+        return plot_front(self, Path(path))
+
+
+def _limited(problem: Problem, first: str, limits: dict[str, float | None]) -> Problem:
+    """``problem`` minimizing ``first`` with the area and power budgets of ``limits`` (None: no budget); an
+    ``iteration_time`` entry (None) drops the problem's own iteration-time target."""
+    eng = problem.engine
+    area = limits.get("area", eng.area_budget_mm2)
+    power = limits.get("power", eng.power_budget_w)
+    target = None if "iteration_time" in limits else problem.objective.iteration_time_target_s
+    obj = Objective(first, target if first != "iteration_time" else None)
+    return dataclasses.replace(problem, engine=dataclasses.replace(eng, area_budget_mm2=area, power_budget_w=power),
+                               objective=obj)
+
+
+class _Tracer:
+    def __init__(self, problem: Problem, time_limit: float | None, extra: Extra | None) -> None:
+        self.problem, self.time_limit, self.extra, self.solves = problem, time_limit, extra, 0
+
+    def _solve(self, first: str, limits: dict[str, float | None]) -> Solution:
+        self.solves += 1
+        return solve(_limited(self.problem, first, limits), time_limit=self.time_limit, extra=self.extra)
+
+    def lex(self, first: str, second: str, limits: dict[str, float | None]) -> Solution:
+        """Minimize ``first`` under ``limits``, then ``second`` keeping ``first`` (InfeasibleError if none).
+
+        solve() already breaks ties by area (minimizing time) or by time (minimizing area or power). The one
+        other second stage needing a time constraint (power after time) is left out: a time target can be
+        unmeetable under the order the fixed point starts from, and the exact walk drops such a point anyway
+        when the next epsilon finds the same time at lower power."""
+        s = self._solve(first, limits)
+        builtin = "area" if first == "iteration_time" else "iteration_time"
+        if second == builtin or first == "iteration_time":
+            return s
+        keep = {**limits, first: metric(s, first) * (1 + REL) + 1e-12}  # an area or power budget: no order issue
+        return self._solve(second, keep)
+
+
+def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *, points: int | None = None,
+                 time_limit: float | None = None, extra: Extra | None = None, max_points: int = 60) -> ParetoFront:
+    """Trace the front of ``y`` against ``x`` (each of iteration_time, area, power) by epsilon constraints
+    (module docstring). ``points``: None walks the front exactly (at most ``max_points`` points); N uses N
+    evenly spaced epsilons. Raises SpecError for bad metrics, InfeasibleError if no design is feasible."""
+    for name, m in (("x", x), ("y", y)):
+        if m not in METRICS:
+            raise SpecError(f"--{name}: expected one of {', '.join(METRICS)}, got {m!r}")
+    if x == y:
+        raise SpecError(f"--x and --y must differ, both are {x!r}")
+    if points is not None and points < 2:
+        raise SpecError(f"--points: expected at least 2 (the two ends), got {points}")
+    # the epsilon goes on area or power, never on time (the same front, and no time target; see lex)
+    e = y if x == "iteration_time" else x
+    o = x if e == y else y
+    free: dict[str, float | None] = {x: None, y: None}
+    tr = _Tracer(problem, time_limit, extra)
+    hi = tr.lex(o, e, free)     # min-o end: the largest e on the front
+    lo = tr.lex(e, o, free)     # min-e end
+    found = [hi]
+    e_lo = metric(lo, e)
+    if points is None:
+        cur = hi
+        while metric(cur, e) > e_lo + STEP and len(found) < max_points:
+            try:
+                nxt = tr.lex(o, e, {**free, e: metric(cur, e) - STEP})
+            except InfeasibleError:
+                break
+            if metric(nxt, e) >= metric(cur, e):  # no progress (a solver tolerance): stop rather than loop
+                break
+            found.append(cur := nxt)
+        method = f"exact walk of the corners, epsilon on {e}"
+    else:
+        e_hi = metric(hi, e)
+        for i in range(1, points - 1):
+            eps = e_lo + (e_hi - e_lo) * i / (points - 1)
+            try:
+                found.append(tr.lex(o, e, {**free, e: eps * (1 + REL)}))
+            except InfeasibleError:
+                pass
+        method = f"{points} evenly spaced epsilons on {e}"
+    found.append(lo)
+    front, dropped = _nondominated(found, x, y)
+    pts = [FrontPoint(metric(s, x), metric(s, y), s) for s in front]
+    # sorted by x with y falling: the first point is the min-x end and the last the min-y end (the ends'
+    # own solves may be dominated: solve()'s tie-break keeps the first stage's answer when it would change
+    # the network order)
+    short = {m: m.replace("iteration_time", "time") for m in METRICS}
+
+    def role(i: int) -> str:
+        names = ([f"min-{short[x]}"] if i == 0 else []) + ([f"min-{short[y]}"] if i == len(pts) - 1 else [])
+        return " and ".join(names) + " end" if names else ""
+    pts = [dataclasses.replace(p, role=role(i)) for i, p in enumerate(pts)]
+    try:
+        posed = solve(problem, time_limit=time_limit, extra=extra)
+    except InfeasibleError:
+        posed = None
+    budget = {"area": problem.engine.area_budget_mm2, "power": problem.engine.power_budget_w,
+              "iteration_time": problem.objective.iteration_time_target_s}[x]
+    return ParetoFront(x, y, pts, posed, method, tr.solves + 1, budget, dropped)
+
+
+def _nondominated(sols: list[Solution], x: str, y: str) -> tuple[list[Solution], int]:
+    """Distinct non-dominated points sorted by x; and how many were dropped as dominated."""
+    uniq: dict[tuple[float, float], Solution] = {}
+    for s in sols:
+        uniq.setdefault((round(metric(s, x), 12), round(metric(s, y), 12)), s)
+    keys = sorted(uniq)
+    out, best_y, dropped = [], float("inf"), 0
+    for kx, ky in keys:
+        if ky < best_y * (1 - 1e-9):
+            out.append(uniq[(kx, ky)])
+            best_y = ky
+        else:
+            dropped += 1
+    return out, dropped
+
+
+def plot_front(front: ParetoFront, path: Path) -> Path:
+    """The front as a staircase (the best y reachable within each x), its ends and the problem as posed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .report import design_text
+
+    sx, sy = SHOW[front.x], SHOW[front.y]
+    xs = [p.x * sx for p in front.points]
+    ys = [p.y * sy for p in front.points]
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    ax.step(xs, ys, where="post", color="#4C72B0", linewidth=1.2, alpha=0.7)
+    ax.plot(xs, ys, "o", color="#4C72B0", markersize=5, label="Pareto-optimal designs")
+    for p, px, py in zip(front.points, xs, ys):
+        ax.annotate(design_text(p.solution), (px, py), textcoords="offset points", xytext=(4, 4), fontsize=6)
+    for p, px, py in zip(front.points, xs, ys):
+        if p.role:
+            ax.plot(px, py, "s", markersize=10, markerfacecolor="none", markeredgecolor="#DD8452", markeredgewidth=1.5)
+            ax.annotate(p.role, (px, py), textcoords="offset points", xytext=(4, -11), fontsize=7, color="#DD8452")
+    if front.as_posed is not None:
+        ax.plot(metric(front.as_posed, front.x) * sx, metric(front.as_posed, front.y) * sy, "*", markersize=15,
+                color="#C44E52", label="as posed (the problem's own budgets)")
+    if front.x_budget is not None:
+        ax.axvline(front.x_budget * sx, color="#C44E52", linestyle="--", linewidth=0.8, label=f"{front.x} budget")
+    ax.set_xlabel(LABELS[front.x])
+    ax.set_ylabel(LABELS[front.y])
+    name = front.as_posed.problem if front.as_posed else (front.points[0].solution.problem if front.points else "")
+    ax.set_title(f"{name}: {front.y.replace('_', ' ')} vs {front.x.replace('_', ' ')}, {len(front.points)} points "
+                 f"({front.method})", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

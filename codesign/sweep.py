@@ -1,0 +1,375 @@
+"""Sensitivity sweeps: solve a problem at every point of a parameter grid, stream results, resume.
+
+    df = sweep("problems/quickstart.yaml", {"topology.dims[1].bandwidth": "25GB/s,50GB/s,100GB/s"},
+               out="results.csv")
+
+The steps: ``plan`` edits the problem's YAML document at each point and validates it (so a wrong path
+or value is one SpecError before anything runs), ``run_plan`` sends the validated problems (data, never
+Pyomo models, which do not pickle) to an executor -- a local process pool by default, or Dask -- and
+appends each finished point to the results CSV as one line, so a sweep killed at any moment, even by
+SIGKILL, keeps every point it finished. A point's key is a digest of its problem's content (not its
+spelling: "25GB/s" and 25e9 are the same point) and of the solve options; a rerun skips keys already in
+the file. A failed point is a row with status ``error`` and its message; the sweep goes on.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import os
+import pickle
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+
+from .errors import InfeasibleError, SpecError
+from .params import Param, apply, canonical, check_path, get_value, params_from
+from .pipeline import Extra, solve
+from .problem import Problem
+from .solution import DESIGN_KEYS, Solution
+from .spec import parse_problem
+from .sweep_results import ResultsFile
+from .yamlfile import load_yaml
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+MODES = ("grid", "one_at_a_time")
+#: Per-point result columns, in SI units (area mm^2), as ``solution_row`` fills them.
+RESULT_COLUMNS = ("status", "error", "iteration_time_s", "bound_s", "gap", "objective", "area_mm2", "power_w",
+                  "compute_time_s", "exposed_comm_s", "comm_time_s", "solve_time_s")
+TAIL_COLUMNS = ("order_rounds", "order_stable", "worker", "wall_s")
+
+
+@dataclass(frozen=True)
+class Check:
+    """A step run after a point's solve, in the worker: ``fn(problem, solution) -> {column: value}`` filling
+    ``columns`` (the simulator's validation of a solution will be one). A check that raises leaves the solve's
+    status and puts its message in ``error``."""
+
+    name: str
+    columns: tuple[str, ...]
+    fn: Callable[[Problem, Solution], Mapping[str, Any]]
+
+
+def _validate_point(problem: Problem, solution: Solution) -> dict[str, Any]:
+    from .validation import validate
+    v = validate(problem, solution)
+    return {"simulated_s": v.simulated_s, "sim_rel_diff": v.rel_diff, "sim_flagged": v.flagged}
+
+
+#: Replay each point's solution in the simulator (``codesign.validation``): the simulated period (s), its
+#: difference from the MILP's relative to it, and whether that exceeds the validation tolerance.
+VALIDATE = Check("validate", ("simulated_s", "sim_rel_diff", "sim_flagged"), _validate_point)
+
+
+@dataclass(frozen=True)
+class PointTask:
+    """What a worker receives: the point's validated problem and the solve options (all picklable)."""
+
+    key: str
+    problem: Problem
+    time_limit: float | None = None
+    extra: Extra | None = None
+    checks: tuple[Check, ...] = ()
+
+
+@dataclass
+class Point:
+    """One point of a sweep: the raw values set (``values``), the parameter varied (one-at-a-time mode),
+    its validated problem, its key, and the canonical value of every swept path at the point."""
+
+    index: int
+    values: dict[str, Any]
+    varied: str | None
+    problem: Problem
+    key: str
+    columns: dict[str, Any]
+
+
+@dataclass
+class Plan:
+    """A validated sweep: every point's problem, before anything runs."""
+
+    file: str
+    params: list[Param]
+    mode: str
+    points: list[Point]
+    columns: list[str]
+    time_limit: float | None = None
+    extra: Extra | None = None
+    checks: tuple[Check, ...] = ()
+
+
+@dataclass
+class Progress:
+    """Passed to the ``progress`` callback: once before the first point (``row`` None), then per finished point."""
+
+    done: int
+    total: int
+    cached: int
+    failed: int
+    elapsed_s: float
+    row: dict[str, Any] | None = None
+
+
+# ---------------------------------------------------------------- the worker's side
+
+_SOLVE_LOCK = threading.Lock()  # one HiGHS solve per process at a time, whatever the worker's thread count
+
+
+def solution_row(s: Solution) -> dict[str, Any]:
+    """A Solution as one results row (SI units, area in mm^2)."""
+    row = {c: getattr(s, c) for c in RESULT_COLUMNS if c not in ("error",)}
+    row["error"] = "; ".join(s.notes)
+    row.update({DESIGN_KEYS[r]: v for r, v in s.design.items()})
+    row.update(order_rounds=s.order_rounds, order_stable=s.order_stable)
+    return row
+
+
+def run_point(task: PointTask) -> dict[str, Any]:
+    """Solve one point and run its checks; never raises: a failure is a row with status ``error``."""
+    t0 = time.perf_counter()
+    row: dict[str, Any] = {"status": "error", "error": ""}
+    try:
+        with _SOLVE_LOCK:
+            sol = solve(task.problem, time_limit=task.time_limit, extra=task.extra)
+        row.update(solution_row(sol))
+        for check in task.checks:
+            try:
+                row.update(check.fn(task.problem, sol))
+            except Exception as e:
+                row["error"] = f"check {check.name}: {type(e).__name__}: {e}"
+    except InfeasibleError as e:
+        row.update(status="infeasible", error=str(e))
+    except Exception as e:
+        row["error"] = f"{type(e).__name__}: {e}"
+    row["worker"] = f"{socket.gethostname()}:{os.getpid()}"
+    row["wall_s"] = time.perf_counter() - t0
+    return row
+
+
+# ---------------------------------------------------------------- planning
+
+def _name(fn: Any) -> str | None:
+    if fn is None:
+        return None
+    if hasattr(fn, "func"):  # functools.partial: its repr holds an address, which would change every run
+        return f"partial({_name(fn.func)}, {fn.args!r}, {sorted(fn.keywords.items())!r})"
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+
+
+def point_key(problem: Problem, time_limit: float | None = None, extra: Extra | None = None,
+              checks: Sequence[Check] = ()) -> str:
+    """The resume key: a digest of the problem's content (labels and file paths left out) and the options."""
+    d = dataclasses.asdict(problem)
+    for k in ("name", "description", "path"):
+        d.pop(k, None)
+    d["workload"].pop("source", None)
+    d["workload"].pop("name", None)
+    opts = {"time_limit": time_limit, "extra": _name(extra), "checks": [c.name for c in checks]}
+    text = json.dumps([d, opts], sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def load_document(problem: Problem | str | Path | Mapping) -> tuple[Any, str, dict | None]:
+    """The problem's YAML document, its file name for messages, and its ``sweep:`` section (removed)."""
+    if isinstance(problem, Problem):
+        if not problem.path:
+            raise SpecError("a sweep edits the problem's YAML document, and this Problem was built in code: "
+                            "pass its file path or the document (a dict)")
+        problem = problem.path
+    if isinstance(problem, (str, Path)):
+        doc, file = load_yaml(problem), str(problem)
+    elif isinstance(problem, Mapping):
+        doc, file = dict(problem), "<document>"
+    else:
+        raise SpecError(f"expected a Problem, a problem file or a document, got {type(problem).__name__}")
+    section = doc.pop("sweep", None) if isinstance(doc, dict) else None
+    return doc, file, section
+
+
+def plan(problem: Problem | str | Path | Mapping, params: Mapping[str, Any] | Iterable[str | Param], *,
+         mode: str = "grid", time_limit: float | None = None, extra: Extra | None = None,
+         checks: Sequence[Check] = (), solver_profile: str | None = None) -> Plan:
+    """Every point's validated problem. ``mode``: ``grid`` (every combination) or ``one_at_a_time`` (each
+    parameter over its values, the others as the file has them). ``solver_profile`` overrides the file's, as
+    ``load_problem`` does. Raises SpecError on a wrong path or value."""
+    if mode not in MODES:
+        raise SpecError(f"expected a sweep mode among {', '.join(MODES)}, got {mode!r}")
+    doc, file, _ = load_document(problem)
+    ps = params_from(params, file=file)
+    for p in ps:
+        check_path(doc, p.tokens, file=file)
+    base = parse_problem(doc, file, solver_profile=solver_profile)
+    keep_solver = None
+    if isinstance(problem, Problem):
+        if dataclasses.replace(base, solver=problem.solver) != problem:
+            raise SpecError("the Problem differs from its file; a sweep edits the YAML document, so pass the "
+                            "edited document (a dict) instead", file=file)
+        if not any(p.tokens[0] == "solver" for p in ps):
+            keep_solver = problem.solver  # e.g. loaded with another solver profile
+    if mode == "grid":
+        combos = [(dict(zip([p.path for p in ps], vals)), None) for vals in itertools.product(*(p.values for p in ps))]
+    else:
+        combos = [({p.path: v}, p.path) for p in ps for v in p.values]
+    tokens = {p.path: p.tokens for p in ps}
+    points = []
+    for i, (values, varied) in enumerate(combos):
+        point_doc = apply(doc, {tokens[k]: v for k, v in values.items()})
+        try:
+            prob = parse_problem(point_doc, file, solver_profile=solver_profile)
+        except SpecError as e:
+            what = ", ".join(f"{k}={v}" for k, v in values.items())
+            raise SpecError(f"{e.detail} (at sweep point {what})", file=e.file, path=e.path, line=e.line) from None
+        if keep_solver is not None:
+            prob = dataclasses.replace(prob, solver=keep_solver)
+        cols = {p.path: canonical(values[p.path] if p.path in values else get_value(doc, p.tokens)) for p in ps}
+        points.append(Point(i, values, varied, prob, point_key(prob, time_limit, extra, checks), cols))
+    design = [DESIGN_KEYS[r] for r in DESIGN_KEYS if any(r in pt.problem.engine.resources for pt in points)]
+    check_cols = [c for ch in checks for c in ch.columns]
+    columns = ["key", "problem", *[p.path for p in ps], *RESULT_COLUMNS, *design, *check_cols, *TAIL_COLUMNS]
+    return Plan(file, ps, mode, points, columns, time_limit, extra, tuple(checks))
+
+
+# ---------------------------------------------------------------- running
+
+def run_plan(pl: Plan, *, executor: Any = None, workers: int | None = None, out: str | Path | None = None,
+             retry_failed: bool = False, progress: Callable[[Progress], None] | None = None) -> pd.DataFrame:
+    """Run the points of ``pl`` not already in ``out`` and return every point's row as a DataFrame (in point
+    order, with ``varied`` and ``cached`` columns). See ``sweep`` for the arguments."""
+    from .sweep_executors import make_runner
+
+    store = ResultsFile(out, pl.columns, retry_failed=retry_failed) if out is not None else None
+    try:
+        done = dict(store.rows) if store else {}
+        todo: dict[str, Point] = {}
+        for pt in pl.points:
+            if pt.key not in done and pt.key not in todo:
+                todo[pt.key] = pt
+        tasks = [PointTask(k, pt.problem, pl.time_limit, pl.extra, pl.checks) for k, pt in todo.items()]
+        cached = len({pt.key for pt in pl.points} & done.keys())
+        state = Progress(0, len(tasks), cached, 0, 0.0)
+        t0 = time.perf_counter()
+        if progress:
+            progress(state)
+        if tasks:
+            runner = make_runner(executor, workers, tasks)
+            try:
+                for task, row in runner.run(tasks):
+                    pt = todo[task.key]
+                    full = {"key": task.key, "problem": pt.problem.name, **pt.columns, **row}
+                    if store:
+                        store.append(full)
+                    done[task.key] = full
+                    state.done += 1
+                    state.failed += row.get("status") == "error"
+                    state.elapsed_s, state.row = time.perf_counter() - t0, full
+                    if progress:
+                        progress(state)
+            finally:
+                runner.close()
+    finally:
+        if store:
+            store.close()
+    return _frame(pl, done, set(todo))
+
+
+def _frame(pl: Plan, rows: Mapping[str, Mapping[str, Any]], fresh: set[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    recs = []
+    for pt in pl.points:
+        r = {c: rows[pt.key].get(c) for c in pl.columns}
+        r.update({c: v for c, v in pt.columns.items()})  # this sweep's view of the point
+        r["point"] = pt.index
+        r["varied"] = pt.varied
+        r["cached"] = pt.key not in fresh
+        recs.append(r)
+    cols = ["point", *(["varied"] if pl.mode == "one_at_a_time" else []), *pl.columns, "cached"]
+    df = pd.DataFrame.from_records(recs, columns=cols)
+    for c in df.columns:
+        if c not in ("key", "problem", "status", "error", "worker", "varied") and df[c].dtype == object:
+            try:
+                df[c] = pd.to_numeric(df[c])
+            except (ValueError, TypeError):
+                pass
+    return df
+
+
+def _uses_pickle(executor: Any) -> bool:
+    """Whether ``executor`` sends tasks to other processes with the standard pickle (a process pool)."""
+    from concurrent.futures import ProcessPoolExecutor
+    return executor is None or executor in ("local", "pool") or isinstance(executor, ProcessPoolExecutor)
+
+
+def sweep(problem: Problem | str | Path | Mapping, params: Mapping[str, Any] | Iterable[str | Param], *,
+          mode: str = "grid", executor: Any = None, workers: int | None = None, out: str | Path | None = None,
+          time_limit: float | None = None, extra: Extra | None = None, checks: Sequence[Check] = (),
+          retry_failed: bool = False, progress: Callable[[Progress], None] | None = None) -> pd.DataFrame:
+    """Solve ``problem`` at every point of ``params`` and return a pandas DataFrame, one row per point.
+
+    ``params``: {yaml key path: values} (values: a list, ``"a,b,c"``, ``"a:b:n"``, ``"log:a:b:n"``, with
+    units) or ``"PATH=VALUES"`` strings. ``executor``: None or ``"local"`` (a local process pool of
+    ``workers`` processes, default one per core), ``"serial"`` (in this process), ``"dask"`` (a Dask
+    LocalCluster of ``workers`` single-thread processes), a scheduler address ``"tcp://host:8786"``, a
+    ``dask.distributed.Client``, or any ``concurrent.futures.Executor``. ``out``: the results CSV, appended
+    as points finish; points already in it are not solved again (``retry_failed`` re-solves ``error`` rows).
+    ``time_limit`` (s) and ``extra`` are passed to ``codesign.solve`` at each point; ``extra`` must pickle
+    (a module-level function) to run in other processes. Result times are in seconds, area in mm^2.
+    """
+    pl = plan(problem, params, mode=mode, time_limit=time_limit, extra=extra, checks=checks)
+    if _uses_pickle(executor):  # Dask's cloudpickle takes lambdas; a process pool's pickle does not
+        for what, fn in [("extra", extra), *((f"check {c.name}", c.fn) for c in checks)]:
+            try:
+                pickle.dumps(fn)
+            except Exception as e:
+                raise TypeError(f"{what} must pickle to run in worker processes (a module-level function), and "
+                                f"{_name(fn)} does not ({e}); use executor='serial' or Dask (cloudpickle)") from None
+    return run_plan(pl, executor=executor, workers=workers, out=out, retry_failed=retry_failed, progress=progress)
+
+
+# ---------------------------------------------------------------- the ``sweep:`` section of a problem file
+
+SECTION_KEYS = ("params", "mode", "workers", "scheduler", "out", "time_limit")
+
+
+def read_section(section: Any, file: str) -> dict[str, Any]:
+    """Validate a problem file's ``sweep:`` section: {params: {path: values}, mode, workers, scheduler, out,
+    time_limit}; returns it as a dict (paths of ``out`` relative to the problem file)."""
+    import difflib
+
+    if not isinstance(section, dict):
+        raise SpecError("expected a mapping with keys " + ", ".join(SECTION_KEYS), file=file, path="sweep")
+    for k in section:
+        if k not in SECTION_KEYS:
+            near = difflib.get_close_matches(str(k), SECTION_KEYS, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else f"; valid keys: {', '.join(SECTION_KEYS)}"
+            raise SpecError(f"unknown key {k!r}{hint}", file=file, path=f"sweep.{k}")
+    out = dict(section)
+    if not isinstance(out.get("params"), dict) or not out["params"]:
+        raise SpecError("expected a mapping {key path: values}", file=file, path="sweep.params")
+    mode = out.get("mode", "grid")
+    if mode not in MODES:
+        raise SpecError(f"expected one of {', '.join(MODES)}, got {mode!r}", file=file, path="sweep.mode")
+    w = out.get("workers")
+    if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 1):
+        raise SpecError(f"expected a whole number >= 1, got {w!r}", file=file, path="sweep.workers")
+    if "out" in out:
+        out["out"] = str(Path(file).resolve().parent / str(out["out"]))
+    if "time_limit" in out:
+        from .units import SECONDS, UnitError, parse_quantity
+        try:
+            out["time_limit"] = parse_quantity(out["time_limit"], SECONDS)
+        except UnitError as e:
+            raise SpecError(str(e), file=file, path="sweep.time_limit") from None
+    return out
+
+
+__all__ = ["sweep", "plan", "run_plan", "run_point", "point_key", "Plan", "Point", "PointTask", "Check", "VALIDATE", "Progress",
+           "read_section", "load_document", "solution_row"]
+

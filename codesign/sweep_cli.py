@@ -1,0 +1,226 @@
+"""The command line of sweeps, Pareto fronts and shadow prices: ``codesign sweep | pareto | shadow``.
+
+``register(subparsers)`` adds the three subcommands to the main parser and returns their handlers; each
+handler takes the parsed arguments and returns the exit status. Errors are raised as CodesignError and
+printed on one line by ``codesign.cli.main``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import SpecError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def register(sub: Any) -> dict[str, Handler]:
+    """Add ``sweep``, ``pareto`` and ``shadow`` to ``sub`` (argparse subparsers); return {name: handler}."""
+    s = sub.add_parser("sweep", help="solve a problem over a grid of parameter values, with resume and plots",
+                       description="Solve every point of a parameter sweep. Results stream to --out as points "
+                       "finish; rerunning the same command skips points already there.")
+    s.add_argument("problem", help="problem YAML file (its optional 'sweep:' section gives defaults)")
+    s.add_argument("--param", action="append", default=[], metavar="PATH=VALUES",
+                   help="a YAML key path and its values: 25GB/s,50GB/s | 1mm^2:8mm^2:8 | log:1GB/s:100GB/s:5")
+    mode = s.add_mutually_exclusive_group()
+    mode.add_argument("--grid", dest="mode", action="store_const", const="grid", help="every combination (default)")
+    mode.add_argument("--one-at-a-time", dest="mode", action="store_const", const="one_at_a_time",
+                      help="each parameter over its values, the others as in the file")
+    s.add_argument("--workers", type=int, metavar="N", help="worker processes (default: one per core)")
+    s.add_argument("--scheduler", metavar="ADDRESS", help="run on Dask: 'local' (a LocalCluster) or tcp://host:8786")
+    s.add_argument("--out", metavar="CSV", help="results file (default: sweep_<problem>.csv here)")
+    s.add_argument("--time-limit", type=float, metavar="S", help="solver time limit per point, in seconds")
+    s.add_argument("--solver", metavar="NAME", help="solver profile (default, fast, exact) or a YAML path")
+    s.add_argument("--retry-failed", action="store_true", help="solve again the points recorded as errors")
+    s.add_argument("--validate", action="store_true", help="replay each point's solution in the simulator too")
+    s.add_argument("--no-plots", action="store_true", help="do not draw the metric-vs-parameter plots")
+    s.add_argument("--quiet", action="store_true", help="no progress bar and no table")
+    p = sub.add_parser("pareto", help="trace the Pareto front of two metrics by epsilon constraints")
+    p.add_argument("problem", help="problem YAML file")
+    p.add_argument("--x", default="area", choices=("area", "power", "iteration_time"), help="x axis (default area)")
+    p.add_argument("--y", default="iteration_time", choices=("area", "power", "iteration_time"),
+                   help="y axis (default iteration_time)")
+    p.add_argument("--points", type=int, metavar="N", help="N evenly spaced epsilons (default: every corner)")
+    p.add_argument("--out", metavar="PNG", help="the plot (default: pareto_<problem>.png here)")
+    p.add_argument("--csv", metavar="CSV", help="also write the front's points here")
+    p.add_argument("--time-limit", type=float, metavar="S", help="solver time limit per solve, in seconds")
+    p.add_argument("--solver", metavar="NAME", help="solver profile or a YAML path")
+    h = sub.add_parser("shadow", help="what one more unit of each resource is worth, at the optimal design")
+    h.add_argument("problem", help="problem YAML file")
+    h.add_argument("--only", action="append", metavar="PATH", help="price only this resource (repeatable)")
+    h.add_argument("--json", action="store_true", help="print one JSON document")
+    h.add_argument("--time-limit", type=float, metavar="S", help="solver time limit, in seconds")
+    h.add_argument("--solver", metavar="NAME", help="solver profile or a YAML path")
+    return {"sweep": sweep_command, "pareto": pareto_command, "shadow": shadow_command}
+
+
+def _limit(x: float | None) -> float | None:
+    if x is not None and not (x > 0 and math.isfinite(x)):
+        raise SpecError("--time-limit must be a positive number of seconds")
+    return x
+
+
+class Bar:
+    """A progress bar on stderr (a redrawn line on a terminal, a line per tenth of the work elsewhere)."""
+
+    def __init__(self, stream: Any = sys.stderr) -> None:
+        self.stream, self.tty, self.last = stream, stream.isatty(), -1
+
+    def __call__(self, pr: Any) -> None:
+        if pr.total == 0:
+            return
+        eta = pr.elapsed_s / pr.done * (pr.total - pr.done) if pr.done else float("nan")
+        filled = int(30 * pr.done / pr.total)
+        text = (f"[{'#' * filled}{'.' * (30 - filled)}] {pr.done}/{pr.total} points, {pr.failed} failed, "
+                f"{pr.elapsed_s:.1f} s" + (f", {eta:.0f} s left" if pr.done and pr.done < pr.total else ""))
+        if self.tty:
+            self.stream.write("\r" + text + ("\n" if pr.done == pr.total else ""))
+            self.stream.flush()
+        elif pr.done == pr.total or pr.done * 10 // pr.total > self.last:
+            self.last = pr.done * 10 // pr.total
+            print(text, file=self.stream, flush=True)
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _fmt(v: Any) -> str:
+    if _missing(v):
+        return "-"
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def table(df: Any, pl: Any, limit: int = 200) -> str:
+    """The summary table: each point's values as written, status, iteration time, area, power, design."""
+    from .report import _DESIGN_LABELS
+    from .solution import DESIGN_KEYS
+    from .units import format_quantity
+
+    design = [(c, _DESIGN_LABELS[r]) for r, c in DESIGN_KEYS.items() if c in df.columns]
+    heads = [p.path for p in pl.params]
+    shown = list(zip(df.iterrows(), pl.points))[:limit]
+    width = [min(28, max([len(h)] + [len(str(pt.values.get(h, "(file)"))) for _, pt in shown])) for h in heads]
+    lines = ["  ".join([f"{'#':>4s}", *[f"{h:>{w}.{w}s}" for h, w in zip(heads, width)], f"{'status':10s}",
+                        f"{'T (ms)':>9s}", f"{'area':>6s}", f"{'power':>6s}", "design"])]
+    for (_, r), pt in shown:
+        vals = [str(pt.values.get(h, "(file)")) for h in heads]
+        t = r["iteration_time_s"]
+        dtext = ", ".join(f"{lab} {format_quantity(r[c], dim) if dim else _fmt(r[c])}" for c, (lab, dim) in design
+                          if not _missing(r[c]))
+        if r["status"] not in ("optimal", "time_limit"):
+            dtext = str(r["error"])[:90]
+        lines.append("  ".join([f"{pt.index:>4d}", *[f"{v:>{w}.{w}s}" for v, w in zip(vals, width)],
+                                f"{r['status']:10s}", f"{t * 1e3:>9.4f}" if not _missing(t) else f"{'-':>9s}",
+                                f"{_fmt(r['area_mm2']):>6s}", f"{_fmt(r['power_w']):>6s}", dtext]))
+    if len(df) > limit:
+        lines.append(f"... and {len(df) - limit} more points in the results file")
+    return "\n".join(lines)
+
+
+def sweep_command(args: argparse.Namespace) -> int:
+    from .sweep import VALIDATE, load_document, plan, read_section, run_plan
+    from .sweep_plots import plot_sweep
+
+    _, _, section = load_document(args.problem)
+    cfg = read_section(section, args.problem) if section is not None else {}
+    params: Any = args.param or cfg.get("params")
+    if not params:
+        raise SpecError("no parameters: give --param PATH=VALUES or a 'sweep: {params: ...}' section",
+                        file=args.problem)
+    mode = args.mode or cfg.get("mode", "grid")
+    workers = args.workers if args.workers is not None else cfg.get("workers")
+    if workers is not None and workers < 1:
+        raise SpecError("--workers must be at least 1")
+    scheduler = args.scheduler or cfg.get("scheduler")
+    out = Path(args.out or cfg.get("out") or f"sweep_{Path(args.problem).stem}.csv")
+    tl = _limit(args.time_limit if args.time_limit is not None else cfg.get("time_limit"))
+    pl = plan(args.problem, params, mode=mode, time_limit=tl, solver_profile=args.solver,
+              checks=[VALIDATE] if args.validate else [])
+    executor = scheduler if scheduler else "local"
+    if scheduler == "local":
+        executor = "dask"
+    t0 = time.perf_counter()
+    bar = None if args.quiet else Bar()
+
+    def progress(pr: Any) -> None:
+        if pr.row is None and not args.quiet:
+            where = f"Dask ({scheduler})" if scheduler else f"{workers or 'one per core'} local process(es)"
+            print(f"{len(pl.points)} points ({mode.replace('_', '-')}): {pr.cached} already in {out}, "
+                  f"solving {pr.total} on {where}", file=sys.stderr, flush=True)
+        elif bar:
+            bar(pr)
+    df = run_plan(pl, executor=executor, workers=workers, out=out, retry_failed=args.retry_failed,
+                  progress=progress)
+    wall = time.perf_counter() - t0
+    solved = int(df["status"].isin(("optimal", "time_limit")).sum())
+    failed = int((df["status"] == "error").sum())
+    infeasible = int((df["status"] == "infeasible").sum())
+    if not args.quiet:
+        print(table(df, pl))
+    fresh = int(df.loc[~df["cached"], "key"].nunique())
+    cached = int(df.loc[df["cached"], "key"].nunique())
+    same = len(df) - df["key"].nunique()
+    print(f"{len(df)} points: {solved} solved, {infeasible} infeasible, {failed} failed "
+          f"({fresh} run now in {wall:.1f} s, {cached} from {out}"
+          + (f"; {same} repeat(s) of the same problem" if same else "") + ")")
+    print(f"results         {out}")
+    if not args.no_plots and solved:
+        pngs = plot_sweep(df, pl.params, out.with_suffix(""))
+        print(f"plots           {', '.join(str(p) for p in pngs)}")
+    return 1 if solved + infeasible == 0 else 0
+
+
+def pareto_command(args: argparse.Namespace) -> int:
+    from .pareto import metric, pareto_front
+    from .report import design_text
+    from .spec import load_problem
+
+    problem = load_problem(args.problem, solver_profile=args.solver)
+    front = pareto_front(problem, args.x, args.y, points=args.points, time_limit=_limit(args.time_limit))
+    show = {"iteration_time": ("ms", 1e3), "area": ("mm^2", 1.0), "power": ("W", 1.0)}
+    (ux, sx), (uy, sy) = show[front.x], show[front.y]
+    print(f"Pareto front of {front.y} against {front.x}: {len(front.points)} designs ({front.method}, "
+          f"{front.solves} solves)")
+    for p in front.points:
+        print(f"  {front.x} {p.x * sx:9.4g} {ux:5s} {front.y} {p.y * sy:9.4g} {uy:5s} {design_text(p.solution)}"
+              + (f"  <- {p.role}" if p.role else ""))
+    if front.as_posed is not None:
+        a = front.as_posed
+        print(f"as posed        {front.x} {metric(a, front.x) * sx:.4g} {ux}, {front.y} {metric(a, front.y) * sy:.4g} {uy}: "
+              f"{design_text(a)}")
+    out = Path(args.out or f"pareto_{Path(args.problem).stem}.png")
+    front.plot(out)
+    print(f"plot            {out}")
+    if args.csv:
+        front.to_frame().to_csv(args.csv, index=False)
+        print(f"points          {args.csv}")
+    return 0
+
+
+def shadow_command(args: argparse.Namespace) -> int:
+    from .pipeline import solve
+    from .report import design_text
+    from .shadow import shadow_prices
+    from .spec import load_problem
+
+    problem = load_problem(args.problem, solver_profile=args.solver)
+    sol = solve(problem, time_limit=_limit(args.time_limit))
+    rep = shadow_prices(problem, sol, only=args.only)
+    if args.json:
+        print(json.dumps({"problem": rep.problem, "design": rep.design, "iteration_time_s": rep.iteration_time_s,
+                          "prices": [p.__dict__ for p in rep.prices]}, indent=2))
+        return 0
+    print(f"design          {design_text(sol)}; iteration time {rep.iteration_time_s * 1e3:.4f} ms "
+          f"({sol.order_policy.upper()} order held fixed)")
+    print(rep.table())
+    best = max(rep.prices, key=lambda p: p.saves_us_per_step, default=None)
+    if best is not None and best.saves_us_per_step > 0:
+        print(f"one more {best.step_label} of {best.label} is worth {best.saves_us_per_step:.4g} us per iteration "
+              f"at the margin ({best.plus_step_us:.4g} us re-evaluated with the whole step)")
+    return 0

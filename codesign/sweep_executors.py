@@ -1,0 +1,209 @@
+"""Where a sweep's points run: in this process, a local process pool, or a Dask cluster.
+
+Each runner takes the points' tasks (validated problems: data, not Pyomo models) and yields
+(task, row) as each point finishes, in finishing order. Solves never share a process: HiGHS through
+Pyomo crashes when two solves run in threads of one process, so pool workers and Dask workers run
+one point at a time (a lock in ``run_point`` guards the case of a multi-threaded Dask worker too).
+
+The local pool starts its workers from a fork server that has imported codesign once (workers start in
+milliseconds, and never inherit a HiGHS that has already run in the parent). Each worker watches the
+sweep's process and exits when it is gone, so a killed sweep leaves no workers behind. If a worker dies
+(a crash inside the solver), the pool is restarted and the unfinished points are resubmitted; a point
+whose pool broke ``MAX_ATTEMPTS`` times is recorded as failed.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections import Counter
+from typing import Any, Iterator, Sequence
+
+from .errors import SpecError
+from .sweep import PointTask, run_point
+
+MAX_ATTEMPTS = 3
+Row = dict[str, Any]
+
+
+def error_row(message: str) -> Row:
+    return {"status": "error", "error": message}
+
+
+class SerialRunner:
+    """Every point in this process, one after another."""
+
+    description = "this process"
+
+    def run(self, tasks: Sequence[PointTask]) -> Iterator[tuple[PointTask, Row]]:
+        for t in tasks:
+            yield t, run_point(t)
+
+    def close(self) -> None:
+        pass
+
+
+def _watch_driver(pid: int) -> None:
+    """Pool worker initializer: exit when the sweep's process is gone (e.g. killed by SIGKILL)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:
+                pass
+            if os.getppid() != parent:
+                os._exit(1)
+    threading.Thread(target=watch, daemon=True, name="codesign-watch-driver").start()
+
+
+class PoolRunner:
+    """A local process pool of ``workers`` processes."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.description = f"a local pool of {workers} process(es)"
+        self._ex: Any = None
+
+    def _start(self) -> Any:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+        ctx = mp.get_context(method)
+        if method == "forkserver":
+            ctx.set_forkserver_preload(["codesign.sweep"])
+        return ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_watch_driver,
+                                   initargs=(os.getpid(),))
+
+    def run(self, tasks: Sequence[PointTask]) -> Iterator[tuple[PointTask, Row]]:
+        from concurrent.futures import as_completed
+        from concurrent.futures.process import BrokenProcessPool
+
+        pending, attempts = list(tasks), Counter()
+        while pending:
+            self._ex = self._start()
+            futures = {self._ex.submit(run_point, t): t for t in pending}
+            pending = []
+            for f in as_completed(futures):
+                t = futures[f]
+                try:
+                    row = f.result()
+                except BrokenProcessPool:
+                    attempts[t.key] += 1
+                    if attempts[t.key] < MAX_ATTEMPTS:
+                        pending.append(t)
+                        continue
+                    row = error_row(f"a worker process died {MAX_ATTEMPTS} times while this point was pending "
+                                    "(a crash in the solver?)")
+                except Exception as e:
+                    row = error_row(f"{type(e).__name__}: {e}")
+                yield t, row
+            self._ex.shutdown(wait=not pending, cancel_futures=True)
+            self._ex = None
+
+    def close(self) -> None:
+        if self._ex is not None:  # interrupted mid-sweep: do not wait for points nobody will record
+            self._ex.shutdown(wait=False, cancel_futures=True)
+            self._ex = None
+
+
+class DaskRunner:
+    """Dask distributed: ``"local"`` (a LocalCluster of ``workers`` single-thread processes), a scheduler
+    address, or a Client the caller owns."""
+
+    def __init__(self, target: Any, workers: int | None) -> None:
+        try:
+            from dask.distributed import Client, LocalCluster
+        except ImportError:
+            raise SpecError("Dask is not installed: pip install 'codesign[dask]'") from None
+        self._cluster = None
+        self._owned = True
+        if isinstance(target, Client):
+            self.client, self._owned = target, False
+            self.description = f"the Dask cluster of {target!r}"
+        elif target == "local":
+            n = workers or os.cpu_count() or 1
+            # silence_logs: shutting the cluster down logs heartbeat errors from its workers; a point's own
+            # failure still comes back through its future
+            self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                         silence_logs=logging.CRITICAL)
+            self.client = Client(self._cluster)
+            self.description = f"a Dask LocalCluster of {n} single-thread worker process(es)"
+        else:
+            try:
+                self.client = Client(target, timeout="10s")
+            except (OSError, TimeoutError) as e:
+                raise SpecError(f"cannot reach the Dask scheduler at {target}: {e}") from None
+            self.description = f"the Dask cluster at {target}"
+
+    def run(self, tasks: Sequence[PointTask]) -> Iterator[tuple[PointTask, Row]]:
+        from dask.distributed import as_completed
+
+        futures = {}
+        for t in tasks:
+            futures[self.client.submit(run_point, t, pure=False)] = t
+        try:
+            for f in as_completed(list(futures)):
+                t = futures[f]
+                try:
+                    row = f.result()
+                except Exception as e:
+                    row = error_row(f"{type(e).__name__}: {e}")
+                yield t, row
+        finally:
+            self.client.cancel([f for f in futures if not f.done()])
+
+    def close(self) -> None:
+        if self._owned:
+            self.client.close()
+            if self._cluster is not None:
+                self._cluster.close()
+
+
+class FuturesRunner:
+    """Any ``concurrent.futures.Executor`` the caller owns (not shut down here)."""
+
+    def __init__(self, ex: Any) -> None:
+        self.ex = ex
+        self.description = type(ex).__name__
+
+    def run(self, tasks: Sequence[PointTask]) -> Iterator[tuple[PointTask, Row]]:
+        from concurrent.futures import as_completed
+
+        futures = {self.ex.submit(run_point, t): t for t in tasks}
+        for f in as_completed(futures):
+            try:
+                row = f.result()
+            except Exception as e:
+                row = error_row(f"{type(e).__name__}: {e}")
+            yield futures[f], row
+
+    def close(self) -> None:
+        pass
+
+
+def make_runner(executor: Any, workers: int | None, tasks: Sequence[PointTask] = ()) -> Any:
+    """The runner ``executor`` names (see ``codesign.sweep.sweep``); a pool never larger than the work."""
+    from concurrent.futures import Executor
+
+    if executor is None or executor in ("local", "pool"):
+        n = workers or os.cpu_count() or 1
+        return PoolRunner(max(1, min(n, len(tasks) or n)))
+    if executor == "serial":
+        return SerialRunner()
+    if executor == "dask":
+        return DaskRunner("local", workers)
+    if isinstance(executor, str):
+        return DaskRunner(executor, workers)
+    if isinstance(executor, Executor):
+        return FuturesRunner(executor)
+    if type(executor).__module__.startswith("distributed"):
+        return DaskRunner(executor, workers)
+    raise SpecError(f"unknown executor {executor!r}: expected 'local', 'serial', 'dask', a scheduler address, "
+                    "a dask.distributed.Client or a concurrent.futures.Executor")

@@ -1,0 +1,152 @@
+"""Pareto fronts against brute force, shadow prices against finite differences, the energy objective."""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import runpy
+import subprocess
+import sys
+
+import pytest
+
+import codesign
+from codesign.pareto import metric, pareto_front
+from codesign.shadow import _lp, replay_period, resources, shadow_prices, solve_lp
+from conftest import ROOT
+
+QUICK = str(ROOT / "problems" / "quickstart.yaml")
+
+
+def every_design(problem: codesign.Problem) -> list[codesign.Solution]:
+    """Each design of the catalog solved alone (its catalog cut to the one option), budgets lifted."""
+    eng = dataclasses.replace(problem.engine, area_budget_mm2=None, power_budget_w=None)
+    out = []
+    for combo in itertools.product(*(range(len(o)) for o in eng.resources.values())):
+        res = {r: (opts[i],) for (r, opts), i in zip(eng.resources.items(), combo)}
+        out.append(codesign.solve(dataclasses.replace(problem, engine=dataclasses.replace(eng, resources=res))))
+    return out
+
+
+def brute_front(sols: list[codesign.Solution], x: str, y: str) -> list[tuple[float, float]]:
+    pts = sorted({(round(metric(s, x), 9), round(metric(s, y), 12)) for s in sols})
+    front, best = [], float("inf")
+    for px, py in pts:
+        if py < best:
+            front.append((px, py))
+            best = py
+    return front
+
+
+@pytest.fixture(scope="module")
+def quick() -> codesign.Problem:
+    return codesign.load_problem(QUICK)
+
+
+@pytest.fixture(scope="module")
+def designs(quick) -> list[codesign.Solution]:
+    return every_design(quick)
+
+
+@pytest.mark.parametrize("x, y", [("area", "iteration_time"), ("iteration_time", "power"), ("power", "area")])
+def test_exact_walk_finds_exactly_the_brute_force_front(quick, designs, x, y):
+    front = pareto_front(quick, x, y)
+    got = [(round(p.x, 9), round(p.y, 12)) for p in front.points]
+    assert got == brute_front(designs, x, y)
+    assert f"min-{x.replace('iteration_time', 'time')}" in front.points[0].role
+    assert front.points[-1].role.endswith("end")
+    assert front.solves <= 2 * len(got) + 3  # a walk, not an enumeration of the 8 designs
+    assert front.dropped == 0
+
+
+def test_evenly_spaced_epsilons_give_points_of_the_front_and_both_ends(quick, designs):
+    exact = brute_front(designs, "area", "iteration_time")
+    front = pareto_front(quick, "area", "iteration_time", points=3)
+    got = [(round(p.x, 9), round(p.y, 12)) for p in front.points]
+    assert set(got) <= set(exact) and got[0] == exact[0] and got[-1] == exact[-1]
+    assert front.as_posed is not None and front.as_posed.area_mm2 <= 3.0 + 1e-9  # the file's own 3 mm^2 budget
+    assert front.x_budget == 3.0
+
+
+def test_bad_axes_are_spec_errors(quick):
+    with pytest.raises(codesign.SpecError, match="must differ"):
+        pareto_front(quick, "area", "area")
+    with pytest.raises(codesign.SpecError, match="expected one of"):
+        pareto_front(quick, "energy", "area")
+    with pytest.raises(codesign.SpecError, match="at least 2"):
+        pareto_front(quick, points=1)
+
+
+def test_pareto_cli_plots_and_lists_the_ends(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "codesign", "pareto", QUICK, "--x", "area", "--y", "iteration_time",
+                        "--out", str(tmp_path / "f.png"), "--csv", str(tmp_path / "f.csv")], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "min-area end" in r.stdout and "min-time end" in r.stdout and "as posed" in r.stdout
+    assert (tmp_path / "f.png").stat().st_size > 10_000
+    assert len((tmp_path / "f.csv").read_text().splitlines()) == 1 + 5
+
+
+@pytest.mark.parametrize("name, resolve", [("resnet50_ace_torus3d", "lp"), ("resnet50_baseline_torus3d", "replay")])
+def test_shadow_prices_equal_finite_differences_of_re_solves(name, resolve):
+    """Where T is smooth in the resource, the duals' chain rule equals a central difference of re-solved LPs
+    (or of the replay of the design and order, which equals the LP and costs milliseconds)."""
+    p = codesign.load_problem(ROOT / "problems" / f"{name}.yaml")
+    s = codesign.solve(p)
+    rep = shadow_prices(p, s)
+    assert rep.iteration_time_s == pytest.approx(s.iteration_time_s, rel=1e-9)
+    prices = {q.param: q for q in rep.prices}
+    for path, _, _, value, setter in resources(p, s.choice):
+        h = value * 1e-3
+        if resolve == "lp":
+            up = solve_lp(_lp(setter(p, value + h), s.choice, s.order))[0] * 1e-6  # the LP's T is in us
+            down = solve_lp(_lp(setter(p, value - h), s.choice, s.order))[0] * 1e-6
+        else:
+            up = replay_period(setter(p, value + h), s.choice, s.order)
+            down = replay_period(setter(p, value - h), s.choice, s.order)
+        fd = (up - down) / (2 * h)
+        assert prices[path].dT_dvalue == pytest.approx(fd, rel=1e-4, abs=1e-30), path
+    link0 = prices["topology.dims[0].bandwidth"]
+    assert link0.saves_us_per_step > 10  # dim 0 carries the most: one more GB/s saves tens of microseconds
+    assert 0 < link0.plus_step_us < link0.saves_us_per_step  # convex in bandwidth: a whole step saves less
+    replayed = (rep.iteration_time_s - replay_period(resources(p, s.choice)[1][4](p, link0.value + 1e9), s.choice,
+                                                     s.order)) * 1e6
+    assert link0.plus_step_us == pytest.approx(replayed)
+
+
+def test_at_a_kink_the_dual_price_is_a_subgradient_and_is_flagged(quick):
+    """T is convex in the LP's right-hand sides, so a dual's price never exceeds the one-sided derivative for
+    more of the resource (it may claim more saving where critical paths tie); where they differ it says so."""
+    s = codesign.solve(quick)
+    rep = shadow_prices(quick, s)
+    for q in rep.prices:
+        h = q.value * 1e-7
+        setter = {r[0]: r[4] for r in resources(quick, s.choice)}[q.param]
+        d_plus = (replay_period(setter(quick, q.value + h), s.choice, s.order) - rep.iteration_time_s) / h
+        assert q.one_sided == pytest.approx(d_plus, rel=1e-4, abs=1e-24), q.param
+        assert q.dT_dvalue <= d_plus + 1e-6 * abs(d_plus) + 1e-24, q.param
+        if not q.kink:
+            assert q.dT_dvalue == pytest.approx(d_plus, rel=1e-3, abs=1e-24), q.param
+    assert any(q.kink for q in rep.prices) and "a kink" in rep.table()  # the quickstart's design has ties
+    sram = next(q for q in rep.prices if q.param == "engine.sram")
+    assert sram.saves_us_per_step > 0  # its SRAM is exactly one chunk: a breakpoint, priced for *more* SRAM
+
+
+def test_shadow_cli_json_and_unknown_resource():
+    r = subprocess.run([sys.executable, "-m", "codesign", "shadow", QUICK, "--json", "--only", "engine.sram"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [q["param"] for q in doc["prices"]] == ["engine.sram"] and doc["prices"][0]["saves_us_per_step"] > 0
+    bad = subprocess.run([sys.executable, "-m", "codesign", "shadow", QUICK, "--only", "engine.sramm"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "engine.sram" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_energy_objective_hook_equals_the_best_point_of_the_power_time_front():
+    mod = runpy.run_path(str(ROOT / "examples" / "energy_delay.py"))
+    e_milp, e_front = mod["main"](QUICK)
+    assert e_milp == pytest.approx(e_front, rel=1e-9)
+    p = codesign.load_problem(QUICK)
+    t_opt = codesign.solve(p)
+    assert e_milp < t_opt.power_w * t_opt.iteration_time_s * 0.9  # not simply the time-optimal design
