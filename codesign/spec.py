@@ -481,7 +481,8 @@ def solver(ctx: Ctx, s: Any, override_profile: str | None = None, top: Any = Non
 
 # ---------------------------------------------------------------- the whole problem
 
-TOP_KEYS = ("name", "description", "workload", "topology", "npu", "engine", "objective", "schedule", "solver")
+TOP_KEYS = ("name", "description", "workload", "topology", "npu", "engine", "objective", "schedule", "solver",
+            "sweep")  # sweep: defaults for 'codesign sweep', read and checked by codesign.sweep_cli
 
 
 def load_problem(path: str | Path, *, solver_profile: str | None = None) -> Problem:

@@ -200,3 +200,12 @@ def test_cli_sweep_section_table_plots_and_one_line_errors(tmp_path):
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
     assert "did you mean 'dims'" in bad.stderr
+
+
+def test_package_exports_the_functions_not_the_modules():
+    import importlib
+    import codesign
+    first, second = codesign.sweep, codesign.sweep
+    importlib.import_module("codesign.sweep")
+    assert callable(first) and first is second is codesign.sweep
+    assert callable(codesign.pareto_front) and callable(codesign.shadow_prices)
