@@ -3,27 +3,17 @@
 Python API:
     problem = codesign.load_problem("problems/quickstart.yaml")
     solution = codesign.solve(problem, time_limit=30, extra=my_constraints)
+    results = codesign.sweep(problem, {"topology.dims[1].bandwidth": "25GB/s,50GB/s"})  # a DataFrame
 """
 from .errors import CodesignError, InfeasibleError, SolverError, SpecError
 from .pipeline import solve
 from .problem import Problem
 from .solution import Solution
 from .spec import load_problem, parse_problem
+from .pareto import pareto_front
+from .shadow import shadow_prices
+from .sweep_plan import sweep  # pandas and matplotlib are imported inside, on first use
 
-
-def __getattr__(name: str):
-    # sweep, pareto_front and shadow_prices pull in pandas and matplotlib: import them on first use.
-    # Importing the submodule codesign.sweep sets this package's 'sweep' to the module, so bind the
-    # function over it.
-    where = {"sweep": "sweep", "pareto_front": "pareto", "shadow_prices": "shadow"}
-    if name not in where:
-        raise AttributeError(f"module 'codesign' has no attribute {name!r}")
-    import importlib
-    fn = getattr(importlib.import_module(f".{where[name]}", __name__), name)
-    globals()[name] = fn
-    return fn
-
-
-__all__ = ["load_problem", "parse_problem", "solve", "sweep", "pareto_front", "shadow_prices", "Problem", "Solution", "CodesignError", "SpecError", "InfeasibleError",
-           "SolverError"]
+__all__ = ["load_problem", "parse_problem", "solve", "sweep", "pareto_front", "shadow_prices", "Problem", "Solution",
+           "CodesignError", "SpecError", "InfeasibleError", "SolverError"]
 __version__ = "0.1.0"

@@ -124,7 +124,7 @@ def table(df: Any, pl: Any, limit: int = 200) -> str:
 
 
 def sweep_command(args: argparse.Namespace) -> int:
-    from .sweep import VALIDATE, load_document, plan, read_section, run_plan
+    from .sweep_plan import VALIDATE, load_document, plan, read_section, run_plan
     from .sweep_plots import plot_sweep
 
     _, _, section = load_document(args.problem)

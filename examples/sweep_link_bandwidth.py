@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from codesign.params import params_from
-from codesign.sweep import sweep
+from codesign.sweep_plan import sweep
 from codesign.sweep_plots import plot_sweep
 
 HERE = Path(__file__).resolve().parent

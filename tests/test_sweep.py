@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import codesign
-from codesign.sweep import VALIDATE, Check, plan, sweep
+from codesign.sweep_plan import VALIDATE, Check, plan, sweep
 from conftest import ROOT
 
 QUICK = str(ROOT / "problems" / "quickstart.yaml")
@@ -206,6 +206,6 @@ def test_package_exports_the_functions_not_the_modules():
     import importlib
     import codesign
     first, second = codesign.sweep, codesign.sweep
-    importlib.import_module("codesign.sweep")
+    importlib.import_module("codesign.sweep_plan")
     assert callable(first) and first is second is codesign.sweep
     assert callable(codesign.pareto_front) and callable(codesign.shadow_prices)
