@@ -1,4 +1,4 @@
-"""The command line: ``codesign solve | validate``.
+"""The command line: ``codesign solve | validate | simulate | sweep | pareto | shadow | reproduce``.
 
 Errors a user can fix (bad input, infeasible problems, solver trouble) print one line on stderr and
 exit with status 2 (bad input) or 1; they never print a traceback (``--debug`` shows one).
@@ -38,8 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--astra-system", metavar="S", help="ASTRA-sim system text file")
     m.add_argument("--passes", type=int, default=1, metavar="K", help="ASTRA-sim training passes (default 1)")
     m.add_argument("--json", action="store_true", help="print one JSON document on stdout")
-    from .sweep_cli import register  # sweep | pareto | shadow
-    ap.set_defaults(more_handlers=register(sub))
+    from .reproduce_cli import register as register_reproduce  # reproduce
+    from .sweep_cli import register as register_sweep  # sweep | pareto | shadow
+    ap.set_defaults(more_handlers={**register_sweep(sub), **register_reproduce(sub)})
     return ap
 
 

@@ -1,0 +1,91 @@
+"""The command line of the ACE study: ``codesign reproduce [--json] [--out DIR]``.
+
+``register(subparsers)`` adds the subcommand and returns {name: handler}; the handler takes the parsed
+arguments and returns the exit status. Errors are raised as CodesignError (SpecError for bad options)
+and printed on one line by ``codesign.cli.main``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import SpecError
+
+Handler = Callable[[argparse.Namespace], int]
+DEFAULT_OUT = "out/ace_study"  # out/ is ignored by git
+
+
+def register(sub: Any) -> dict[str, Handler]:
+    """Add ``reproduce`` to ``sub`` (argparse subparsers); return {"reproduce": handler}."""
+    r = sub.add_parser("reproduce", help="run the ACE study (ISCA 2021) and print it beside the paper's numbers",
+                       description="Solve and replay every case of the ACE study (problems/paper/), then print "
+                       "ACE's speedup over the best baseline per workload, the HBM-bandwidth reduction and the "
+                       "network-utilization gain beside the paper's numbers; write plots and CSVs to --out.")
+    r.add_argument("--json", action="store_true", help="print one JSON document on stdout instead of the tables")
+    r.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
+                   help=f"write cases.csv, comparisons.csv, hbm.csv, summary.json, table.md and plots here "
+                   f"(default: ./{DEFAULT_OUT})")
+    r.add_argument("--workers", type=int, metavar="N", help="worker processes (default: one per core)")
+    r.add_argument("--workloads", metavar="LIST", help="a subset, e.g. resnet50,dlrm (default: all three)")
+    r.add_argument("--sizes", metavar="LIST", help="network sizes, e.g. 16,64 (default: 16,32,64,128)")
+    r.add_argument("--problems", metavar="DIR", help="the case files (default: problems/paper/ of the source tree)")
+    r.add_argument("--no-latency", action="store_true", help="skip the link-latency sensitivity (64 NPUs)")
+    r.add_argument("--no-hbm", action="store_true", help="skip the HBM-bandwidth sweep")
+    r.add_argument("--no-plots", action="store_true", help="do not draw the plots")
+    r.add_argument("--time-limit", type=float, metavar="S", help="solver time limit per case, in seconds")
+    r.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    return {"reproduce": reproduce_command}
+
+
+def _list(text: str | None, what: str, cast: Callable[[str], Any]) -> tuple | None:
+    if text is None:
+        return None
+    try:
+        items = tuple(cast(x.strip()) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise SpecError(f"--{what}: expected a comma-separated list, got {text!r}") from None
+    if not items:
+        raise SpecError(f"--{what}: expected at least one value")
+    return items
+
+
+def reproduce_command(args: argparse.Namespace) -> int:
+    from .reproduce import run_study
+    from .reproduce_cases import SHAPES, WORKLOADS
+    from .reproduce_report import json_document, report_text, write_files
+
+    if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
+        raise SpecError("--time-limit must be a positive number of seconds")
+    if args.workers is not None and args.workers < 1:
+        raise SpecError("--workers must be at least 1")
+    workloads = _list(args.workloads, "workloads", str) or tuple(WORKLOADS)
+    sizes = _list(args.sizes, "sizes", int) or tuple(SHAPES)
+
+    def progress(done: int, total: int, row: dict[str, Any]) -> None:
+        if args.quiet:
+            return
+        what = row.get("key") or f"hbm sweep {row.get('npus')} NPUs x{row.get('net_scale')}"
+        err = f" FAILED: {row['error']}" if row.get("error") else ""
+        print(f"[{done}/{total}] {what}{err}", file=sys.stderr)
+
+    study = run_study(workloads=workloads, sizes=sizes, latency=not args.no_latency, hbm=not args.no_hbm,
+                      workers=args.workers, problems_dir=args.problems, time_limit=args.time_limit, progress=progress)
+    out = Path(args.out)
+    written = write_files(out, study.summary, study.cases, study.hbm)
+    if not args.no_plots:
+        from .reproduce_plots import write_plots
+        written += write_plots(out, study.summary, study.cases, study.hbm)
+    if args.json:
+        print(json.dumps(json_document(study.summary, study.cases), indent=1))
+    else:
+        print(report_text(study.summary))
+        print(f"\nwrote {', '.join(str(p) for p in written)}")
+    failed = study.summary.get("failed") or []
+    if failed:
+        print(f"codesign: warning: {len(failed)} case(s) failed: {', '.join(failed[:5])}", file=sys.stderr)
+        return 1
+    return 0
