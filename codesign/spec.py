@@ -189,7 +189,7 @@ def _comm(ctx: Ctx, v: Any, path: str, line: int | None, ndims: int) -> Comm | N
         if not isinstance(dl, list) or not dl:
             raise ctx.error(_join(path, "dims"), f"expected 'all' or a non-empty list of dimension indices, "
                             f"got {_kind(dl)}", _line(m, "dims"))
-        dims = tuple(int(number(ctx, d, f"{_join(path, 'dims')}[{i}]", dl.line_of(i), lo=0, hi=ndims - 1,
+        dims = tuple(int(number(ctx, d, f"{_join(path, 'dims')}[{i}]", _line(dl, i), lo=0, hi=ndims - 1,
                                 integer=True)) for i, d in enumerate(dl))
         if len(set(dims)) != len(dims):
             raise ctx.error(_join(path, "dims"), "a dimension is listed twice", _line(m, "dims"))
@@ -241,7 +241,7 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
         aw = parse_astra_workload(wpath)
         return astra_to_workload(aw, cycle_s=1.0 / clock, name=text(ctx, m, "name", path) or wpath.stem)
     if "layers" not in m:
-        raise ctx.error(path, "expected either 'astra: <file>' or 'layers: [...]'", m.line)
+        raise ctx.error(path, "expected either 'astra: <file>' or 'layers: [...]'", getattr(m, "line", None))
     par = choice(ctx, m, "parallelism", path, PARALLELISMS, default="data")
     layers = []
     names: set[str] = set()
@@ -252,7 +252,7 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
                                    "input_grad_comm", "weight_grad_comm", "update"), ("name",), lst, i)
         name = text(ctx, lm, "name", lp)
         if not name:
-            raise ctx.error(_join(lp, "name"), "expected a non-empty name", lm.line)
+            raise ctx.error(_join(lp, "name"), "expected a non-empty name", getattr(lm, "line", None))
         if name in names:
             raise ctx.error(_join(lp, "name"), f"layer name {name!r} is used twice", _line(lm, "name"))
         names.add(name)
@@ -275,7 +275,7 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
     if par == "hybrid_dlrm":
         if "last_bottom_layer" not in m:
             raise ctx.error("workload.last_bottom_layer", "hybrid_dlrm needs the 0-based index of the last "
-                            "bottom-MLP layer", m.line)
+                            "bottom-MLP layer", getattr(m, "line", None))
         b = int(number(ctx, m["last_bottom_layer"], "workload.last_bottom_layer", _line(m, "last_bottom_layer"),
                        lo=0, hi=len(layers) - 2, integer=True))
         last_bottom = b + 1
@@ -362,7 +362,7 @@ def _options(ctx: Ctx, m: YMap, resource: str, n: NPU) -> tuple[Option, ...]:
         if isinstance(ov, dict):
             out.append(_option(ctx, resource, ov, op, v, i, n))
         else:
-            out.append(Option(_option_value(ctx, resource, ov, op, v.line_of(i), n)))
+            out.append(Option(_option_value(ctx, resource, ov, op, _line(v, i), n)))
     return tuple(out)
 
 
@@ -414,7 +414,7 @@ def objective(ctx: Ctx, o: Any, top: YMap) -> Objective:
     target = quantity(ctx, m, "iteration_time_target", "objective", U.SECONDS) if "iteration_time_target" in m else None
     if what != "iteration_time" and target is None:
         raise ctx.error("objective.iteration_time_target", f"minimizing {what} needs an iteration-time target "
-                        "(e.g. '2 ms')", m.line)
+                        "(e.g. '2 ms')", getattr(m, "line", None))
     return Objective(what, target)
 
 

@@ -750,3 +750,13 @@ def test_first_layer_input_grad_comm_is_rejected(tmp_path, doc, capsys):
     doc["workload"]["layers"][0]["input_grad_comm"] = {"collective": "all_reduce", "bytes": "1 MiB"}
     path = write(tmp_path, doc)
     expect_error(path, capsys, key="workload.layers[0].input_grad_comm", phrase="computes no input gradient")
+
+
+def test_parse_problem_takes_plain_dicts_and_lists(doc, root):
+    """A sweep edits a plain document: every check must work without the loader's line numbers."""
+    doc["engine"] = {"type": "baseline", "comm_cores": [2, 4], "comm_hbm_share": [0.1, 0.2]}
+    p = codesign.parse_problem(doc, str(root / "problems" / "x.yaml"))
+    assert [o.value for o in p.engine.options("comm_cores")] == [2, 4]
+    doc["engine"]["comm_cores"] = [2, "four"]
+    with pytest.raises(SpecError, match=r"engine\.comm_cores\[1\]: expected a whole number"):
+        codesign.parse_problem(doc, str(root / "problems" / "x.yaml"))
