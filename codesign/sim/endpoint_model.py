@@ -2,9 +2,10 @@
 
 Every chunk-phase has a link time (it holds its dimension's links) and demands on two shared pools:
 memory traffic (baseline: HBM bytes within communication's reserved share; ACE: DMA bytes) and
-reduction (baseline: bytes on communication's cores; ACE: bytes on the ALUs). Active chunk-phases split
-each pool equally; a phase progresses at the slowest of its link and its shares, so a phase alone on
-the endpoint takes exactly the MILP's ``phase_time`` (costs.phase_resource_times). Compute gets what
+reduction (baseline: bytes on communication's cores; ACE: bytes on the ALUs). Active chunk-phases share
+each pool max-min fairly and without waste (water-filling: a phase that needs less than an equal share
+leaves the rest to the others); a phase progresses at the slowest of its link and its shares, so a
+phase alone on the endpoint takes exactly the MILP's ``phase_time`` (costs.phase_resource_times). Compute gets what
 communication leaves at that instant: all cores unless a baseline collective is running, and the HBM
 bandwidth communication is not using -- the contention the MILP's static split only approximates.
 """
@@ -61,19 +62,37 @@ def phase_work(dem: CollectiveDemands, i: int, kind: str, wire_bytes: float) -> 
     return PhaseWork(dem.phase_dims[i], dem.phase_link_s[i], mem, red, wire_bytes)
 
 
-def phase_rates(active: list[PhaseWork], pools: Pools) -> list[float]:
-    """Progress rate (fraction of the phase per second) of each active chunk-phase."""
-    n_mem = sum(1 for w in active if w.memory_bytes > 0)
-    n_red = sum(1 for w in active if w.reduce_bytes > 0)
-    out = []
-    for w in active:
-        r = 1.0 / w.link_s if w.link_s > 0 else INF
-        if w.memory_bytes > 0:
-            r = min(r, pools.memory / n_mem / w.memory_bytes)
-        if w.reduce_bytes > 0:
-            r = min(r, pools.reduction / n_red / w.reduce_bytes)
-        out.append(r)
+def water_fill(capacity: float, demands: list[float]) -> list[float]:
+    """Max-min fair shares of ``capacity`` for ``demands`` (same unit): nobody gets more than it asks,
+    and what the modest leave is split among the rest."""
+    out = [0.0] * len(demands)
+    left, users = capacity, len(demands)
+    for i in sorted(range(len(demands)), key=demands.__getitem__):
+        share = left / users
+        out[i] = min(demands[i], share)
+        left -= out[i]
+        users -= 1
     return out
+
+
+def phase_rates(active: list[PhaseWork], pools: Pools) -> list[float]:
+    """Progress rate (fraction of the phase per second) of each active chunk-phase.
+
+    Each phase is capped by its link; the memory and reduction pools are water-filled against what
+    each phase could use given its other limits, alternating until the two agree (a few rounds for the
+    handful of phases a network has active at once)."""
+    n = len(active)
+    link = [1.0 / w.link_s if w.link_s > 0 else INF for w in active]
+    lim_mem = [INF] * n
+    lim_red = [INF] * n
+    for _ in range(4):
+        want = [w.memory_bytes * min(link[i], lim_red[i]) for i, w in enumerate(active)]
+        got = water_fill(pools.memory, want)
+        lim_mem = [got[i] / w.memory_bytes if w.memory_bytes > 0 else INF for i, w in enumerate(active)]
+        want = [w.reduce_bytes * min(link[i], lim_mem[i]) for i, w in enumerate(active)]
+        got = water_fill(pools.reduction, want)
+        lim_red = [got[i] / w.reduce_bytes if w.reduce_bytes > 0 else INF for i, w in enumerate(active)]
+    return [min(link[i], lim_mem[i], lim_red[i]) for i in range(n)]
 
 
 def compute_rate(task: Compute, npu: NPU, pools: Pools, comm_busy: bool, comm_memory_rate: float,
