@@ -61,7 +61,7 @@ def _findings(sol: Solution, sim: SimResult) -> list[str]:
     dc = sim.compute_time_s - sol.compute_time_s
     if slower:
         for dim, stretch in sim.dim_stretch.items():
-            if stretch > 1.02:
+            if stretch > 1.05:
                 busy = sim.utilization.get(dim, 0.0)
                 out.append((stretch - 1, f"the endpoint bandwidth behind {dim}: its chunk-phases took "
                             f"{100 * (stretch - 1):.0f}% longer than alone, sharing communication's memory and "
@@ -80,7 +80,7 @@ def _findings(sol: Solution, sim: SimResult) -> list[str]:
         if dc < -0.01 * sol.compute_time_s:
             out.append((-dc / sol.iteration_time_s, f"compute: {t(sim.compute_time_s)} per iteration simulated "
                         f"against {t(sol.compute_time_s)} predicted, using cores and HBM communication left idle"))
-    return [msg for _, msg in sorted(out, key=lambda x: -x[0])]
+    return [msg for _, msg in sorted(out, key=lambda x: -x[0])][:3]
 
 
 def validate(problem: Problem, sol: Solution, *, iterations: int = 8) -> Validation:
