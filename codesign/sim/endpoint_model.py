@@ -75,6 +75,16 @@ def water_fill(capacity: float, demands: list[float]) -> list[float]:
     return out
 
 
+def alone_rate(w: PhaseWork, pools: Pools) -> float:
+    """Progress rate of a chunk-phase with the endpoint to itself: the MILP's ``phase_time`` inverted."""
+    r = 1.0 / w.link_s if w.link_s > 0 else INF
+    if w.memory_bytes > 0:
+        r = min(r, pools.memory / w.memory_bytes)
+    if w.reduce_bytes > 0:
+        r = min(r, pools.reduction / w.reduce_bytes)
+    return r
+
+
 def phase_rates(active: list[PhaseWork], pools: Pools) -> list[float]:
     """Progress rate (fraction of the phase per second) of each active chunk-phase.
 
@@ -82,9 +92,15 @@ def phase_rates(active: list[PhaseWork], pools: Pools) -> list[float]:
     each phase could use given its other limits, alternating until the two agree (a few rounds for the
     handful of phases a network has active at once)."""
     n = len(active)
+    if n == 1:
+        return [alone_rate(active[0], pools)]
     link = [1.0 / w.link_s if w.link_s > 0 else INF for w in active]
+    if (sum(w.memory_bytes * link[i] for i, w in enumerate(active)) <= pools.memory
+            and sum(w.reduce_bytes * link[i] for i, w in enumerate(active)) <= pools.reduction):
+        return link  # no pool is oversubscribed: every phase runs at its link's pace
     lim_mem = [INF] * n
     lim_red = [INF] * n
+    rates = link
     for _ in range(4):
         want = [w.memory_bytes * min(link[i], lim_red[i]) for i, w in enumerate(active)]
         got = water_fill(pools.memory, want)
@@ -92,7 +108,11 @@ def phase_rates(active: list[PhaseWork], pools: Pools) -> list[float]:
         want = [w.reduce_bytes * min(link[i], lim_mem[i]) for i, w in enumerate(active)]
         got = water_fill(pools.reduction, want)
         lim_red = [got[i] / w.reduce_bytes if w.reduce_bytes > 0 else INF for i, w in enumerate(active)]
-    return [min(link[i], lim_mem[i], lim_red[i]) for i in range(n)]
+        new = [min(link[i], lim_mem[i], lim_red[i]) for i in range(n)]
+        if new == rates:
+            break
+        rates = new
+    return rates
 
 
 def compute_rate(task: Compute, npu: NPU, pools: Pools, comm_busy: bool, comm_memory_rate: float,

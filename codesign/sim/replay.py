@@ -23,7 +23,7 @@ from ..endpoint import Design
 from ..evaluate import Order
 from ..iteration import build_iteration
 from ..problem import Problem
-from .endpoint_model import PhaseWork, Pools, compute_rate, phase_rates, phase_work
+from .endpoint_model import PhaseWork, Pools, alone_rate, compute_rate, phase_rates, phase_work
 from .engine import Engine
 
 INF = float("inf")
@@ -240,7 +240,7 @@ class _Replay:
                 self.next_id += 1
                 w = self.works[chunk[0][0]][chunk[1]]
                 self.active[self.next_id] = [w, 1.0, 0.0, chunk, self.eng.now]
-                self.acc[f"alone{d}"] += 1.0 / phase_rates([w], self.pools)[0]
+                self.acc[f"alone{d}"] += 1.0 / alone_rate(w, self.pools)
 
     def _phase_done(self, i: int) -> None:
         w, _, _, chunk, start = self.active.pop(i)
