@@ -26,6 +26,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--solver", metavar="NAME", help="solver profile from solvers/ (default, fast, exact) or a YAML path")
     s.add_argument("--out", metavar="DIR", help="write solution.json, schedule.csv, summary.txt and gantt.png here")
     s.add_argument("--no-validate", action="store_true", help="skip the replay of the solution in the simulator")
+    s.add_argument("--verbose", action="store_true",
+                   help="model diagnostics: sizes, largest big-M, root LP bound against the final bound")
+    s.add_argument("--refine", type=float, default=0.0, metavar="S",
+                   help="with order: optimize, seconds spent refining dispatch priorities for the chunk-grain replay")
     v = sub.add_parser("validate", help="check a problem file without solving it")
     v.add_argument("problem", help="problem YAML file")
     m = sub.add_parser("simulate", help="replay a problem's design in the simulator, or run ASTRA-sim 1.0 inputs")
@@ -52,20 +56,34 @@ def _solve(args: argparse.Namespace) -> int:
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise_usage("--time-limit must be a positive number of seconds")
     problem = load_problem(args.problem, solver_profile=args.solver)
-    sol = solve(problem, time_limit=args.time_limit)
+    if args.refine < 0 or not math.isfinite(args.refine):
+        raise_usage("--refine must be a non-negative number of seconds")
+    sol = solve(problem, time_limit=args.time_limit, diagnose=args.verbose, refine_s=args.refine)
     val = None
+    sim_orders = None
     if not args.no_validate:
         from .validation import validate
         val = validate(problem, sol)
+        if sol.order_policy == "optimize":
+            from .milp.order_compare import simulate_orders
+            sim_orders = simulate_orders(problem, sol)
     if args.out:
         written = write_outputs(sol, problem, Path(args.out), validation=val)
     if args.json:
         doc = sol.to_dict()
         if val is not None:
             doc["validation"] = val.to_dict()
+        if sim_orders is not None:
+            doc["simulated_orders"] = sim_orders
         print(json.dumps(doc, indent=2))
     else:
         print(summary(sol, problem, val))
+        if sol.order_policy == "optimize":
+            from .report import order_comparison_lines
+            print("\n".join(order_comparison_lines(sol, sim_orders)))
+        if args.verbose:
+            from .report import diagnostics_text
+            print(diagnostics_text(sol))
         if args.out:
             print(f"wrote           {', '.join(str(w) for w in written)}")
     if val is not None and val.flagged:

@@ -8,6 +8,7 @@ result is optimal for that order, and the order is the one the policy really pro
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Callable
 
@@ -98,17 +99,30 @@ def _explain_infeasible(md: ModelData, order: Order, extra: Extra | None, time_l
     return "the constraints admit no schedule (check budgets, targets and extra constraints)"
 
 
-def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None) -> Solution:
+def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None,
+          diagnose: bool = False, refine_s: float = 0.0) -> Solution:
     """Solve ``problem``: choose the engine design and report the steady-state schedule.
 
     ``time_limit`` (s) overrides the problem's solver time limit and bounds the whole solve. ``extra``,
     if given, is called as ``extra(model, problem)`` after each model is built and before it is solved
-    (README: "Adding your own constraints"). Raises InfeasibleError (with the reason) or SolverError.
+    (README: "Adding your own constraints"). ``diagnose`` adds model diagnostics (sizes, largest big-M,
+    the LP relaxation's bound against the final bound) to ``Solution.diagnostics``, at the cost of an
+    LP solve. With ``schedule: {order: optimize}`` the order is chosen with the design
+    (``milp/order_solve.py``); ``refine_s`` seconds then go to refining, at the chosen design, the
+    dispatch priorities the chunk-grain replay uses (``Solution.priority``, milp/flowshop.py).
+    Raises InfeasibleError (with the reason) or SolverError.
     """
     precheck(problem)
     md = model_data(problem)
     limit = time_limit if time_limit is not None else problem.solver.time_limit_s
     t_start = time.perf_counter()
+    if problem.schedule.order == "optimize":
+        if extra is not None:
+            from .errors import SpecError
+            raise SpecError("extra constraints need the Pyomo model of a fixed network order; order: optimize "
+                            "decomposes into highspy subproblems: use order lifo or fifo with extra",
+                            path="schedule.order")
+        return _solve_optimized(md, limit, t_start, diagnose, refine_s)
     choice = _first_guess(md)
     used: Order | None = None
     stats: SolveStats | None = None
@@ -143,7 +157,60 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     assert stats is not None and model is not None and used is not None
     if stats.status == "optimal":
         choice = _tie_break(md, used, choice, model, extra, max(0.1, limit - (time.perf_counter() - t_start)))
-    return _solution(md, choice, used, stats, model, rounds, stable, time.perf_counter() - t_start)
+    sol = _solution(md, choice, used, stats, model, rounds, stable, time.perf_counter() - t_start)
+    if diagnose:
+        from .milp.diagnostics import pyomo_diagnostics
+        sol = dataclasses.replace(sol, diagnostics=pyomo_diagnostics(model, stats.bound))
+    return sol
+
+
+def _solve_optimized(md: ModelData, limit: float, t_start: float, diagnose: bool,
+                     refine_s: float = 0.0) -> Solution:
+    """``order: optimize``: design and order from the decomposition, reported like a policy solve, plus
+    the LIFO and FIFO periods at the chosen design (serial network model) for comparison, the
+    flow-shop bound on the simulated period, and (``refine_s`` > 0) priorities refined for the replay."""
+    from .milp.diagnostics import order_diagnostics
+    from .milp.flowshop import flow_shop, list_schedule, refine_priority, replay_bound
+    from .milp.highs import ModelSize
+    from .milp.order_solve import solve_order
+    res = solve_order(md, time_limit_s=limit, diagnose=diagnose)
+    d = order_diagnostics(res)
+    size = ModelSize(d["variables"], d["binaries"], d["constraints"])
+    p = md.problem
+    stats = SolveStats(res.status, "enumerate_and_bound", res.objective, res.bound_us, res.gap, res.solve_time_s,
+                       size, True)
+    design = design_of(p.engine, res.choice)
+    rb = replay_bound(p, design)
+    priority = None
+    notes_extra = [f"the simulator cannot beat {format_quantity(rb.bound_s, SECONDS)} at this design with any order "
+                   f"(flow-shop bound, set by {rb.binding})"]
+    comparison: dict[str, float] = {}
+    if refine_s > 0:
+        fs = flow_shop(p, design)
+        it = md.iteration
+        seq = [k for k, _ in res.order]
+        lifo_pri = sorted(range(len(it.comms)), key=lambda k: (not it.comms[k].urgent, -it.comms[k].issue_after))
+        best, val = refine_priority(fs, [seq, lifo_pri], refine_s)
+        base = list_schedule(fs, seq)
+        comparison["flow_shop_sequence_s"] = base * TIME_UNIT
+        comparison["flow_shop_refined_s"] = val * TIME_UNIT
+        if val < base * (1 - 1e-9):
+            priority = tuple((k, 0) for k in best)
+            notes_extra.append(f"dispatch priorities refined for the chunk-grain replay: flow-shop period "
+                               f"{format_quantity(val * TIME_UNIT, SECONDS)} against "
+                               f"{format_quantity(base * TIME_UNIT, SECONDS)} for the sequence as priorities")
+    sol = _solution(md, res.choice, res.order, stats, None, 0, True, time.perf_counter() - t_start,
+                    predicted_s=res.period_us * TIME_UNIT)
+    T = sol.iteration_time_s
+    comparison.update({"optimized_s": T, "lifo_s": res.lifo_us * TIME_UNIT, "fifo_s": res.fifo_us * TIME_UNIT})
+    notes = list(sol.notes)
+    if p.objective.minimize == "iteration_time" and T > 0:
+        notes.append(f"the chosen order is {100 * (comparison['lifo_s'] - T) / comparison['lifo_s']:.2f}% faster "
+                     f"than LIFO and {100 * (comparison['fifo_s'] - T) / comparison['fifo_s']:.2f}% faster than "
+                     "FIFO at this design (serial network model)")
+    notes.extend(notes_extra)
+    return dataclasses.replace(sol, order_comparison=comparison, diagnostics=d, notes=tuple(notes),
+                               replay_bound_s=rb.bound_s, priority=priority, solve_time_s=time.perf_counter() - t_start)
 
 
 def _tie_break(md: ModelData, order: Order, choice: dict[str, int], m: pyo.ConcreteModel, extra: Extra | None,
@@ -169,8 +236,8 @@ def _tie_break(md: ModelData, order: Order, choice: dict[str, int], m: pyo.Concr
     return new if replay_policy(md, new).order == order else choice
 
 
-def _solution(md: ModelData, choice: dict[str, int], order: Order, stats: SolveStats, m: pyo.ConcreteModel,
-              rounds: int, stable: bool, wall: float) -> Solution:
+def _solution(md: ModelData, choice: dict[str, int], order: Order, stats: SolveStats, m: pyo.ConcreteModel | None,
+              rounds: int, stable: bool, wall: float, *, predicted_s: float | None = None) -> Solution:
     p = md.problem
     pc, dc = durations(md, choice)
     rep = run_sequence(md.iteration, pc, dc, order)
@@ -178,7 +245,7 @@ def _solution(md: ModelData, choice: dict[str, int], order: Order, stats: SolveS
     what = p.objective.minimize
     T = rep.period_s
     if what == "iteration_time":
-        T_milp = pyo.value(m.T) * TIME_UNIT
+        T_milp = pyo.value(m.T) * TIME_UNIT if m is not None else predicted_s
         if abs(T_milp - T) > 1e-6 * max(T, 1e-12) + 1e-12:
             notes.append(f"the MILP's period {format_quantity(T_milp, SECONDS)} differs from the replay of its "
                          f"order {format_quantity(T, SECONDS)}")
@@ -186,7 +253,8 @@ def _solution(md: ModelData, choice: dict[str, int], order: Order, stats: SolveS
         notes.append(f"the {p.schedule.order.upper()} order did not settle in {MAX_ROUNDS} rounds: the design is "
                      "optimal for the order shown, which the policy does not reproduce exactly at that design")
     if stats.status == "time_limit":
-        notes.append(f"time limit reached: the design is the best found, within {100 * (stats.gap or 0):.2f}% of "
+        what_found = "design and order are" if p.schedule.order == "optimize" else "design is"
+        notes.append(f"time limit reached: the {what_found} the best found, within {100 * (stats.gap or 0):.2f}% of "
                      "the bound, not proven optimal")
     schedule = []
     it = md.iteration

@@ -8,7 +8,8 @@ from .topology import Topology
 from .workload.model import Workload
 
 OBJECTIVES = ("iteration_time", "area", "power")
-ORDERS = ("lifo", "fifo")
+#: Network orders: a dispatch policy, or ``optimize``: chosen by the solver with the design (order_solve.py).
+ORDERS = ("lifo", "fifo", "optimize")
 
 
 @dataclass(frozen=True)
@@ -21,8 +22,9 @@ class Objective:
 
 @dataclass(frozen=True)
 class ScheduleSpec:
-    """How collectives share the network: a policy order, the chunks each collective is cut into, and
-    whether communication may overlap compute (False: every collective blocks the next compute task)."""
+    """How collectives share the network: a policy order (or ``optimize``: the solver's choice), the chunks
+    each collective is cut into, and whether communication may overlap compute (False: every collective
+    blocks the next compute task)."""
 
     order: str = "lifo"
     chunks: int = 1

@@ -43,7 +43,7 @@ def design_and_order(problem: Problem, solution_path: str | None) -> tuple[Desig
         if not match:
             raise SpecError(f"{v!r} is not one of the problem's options for {r}", file=file, path=f"design.{key}")
         choice[r] = match[0]
-    seq = doc.get("order", {}).get("sequence")
+    seq = doc.get("priority") or doc.get("order", {}).get("sequence")
     order = None
     if seq is not None:
         try:

@@ -30,6 +30,13 @@ class Solution:
     ``iteration_time_s`` is the steady-state period of the chosen design under its network order;
     ``bound_s`` the solver's proven lower bound on it (minimizing iteration time only);
     ``objective``/``objective_bound`` are in the objective's unit (s, mm^2 or W).
+    ``order_comparison`` (``order: optimize`` only): the period (s) of the chosen order and of LIFO's and
+    FIFO's at the chosen design, in the MILP's serial network model (keys ``optimized_s``, ``lifo_s``,
+    ``fifo_s``). ``diagnostics``: model statistics when the solve was asked for them (``--verbose``).
+    ``replay_bound_s`` (``order: optimize``): a lower bound on the simulated period at this design, for
+    any order (milp/flowshop.py: the per-dimension flow-shop relaxation). ``priority``: when the solve
+    refined them, collectives as dispatch priorities for the chunk-grain replay (highest first, offsets
+    as in ``order``); ``order`` stays the serial network's sequence that ``iteration_time_s`` is for.
     """
 
     problem: str
@@ -57,6 +64,10 @@ class Solution:
     model: ModelSize
     chunks: int = 1
     notes: tuple[str, ...] = field(default_factory=tuple)
+    order_comparison: dict[str, float] | None = None
+    diagnostics: dict[str, Any] | None = None
+    replay_bound_s: float | None = None
+    priority: tuple[tuple[int, int], ...] | None = None
 
     @property
     def design_named(self) -> dict[str, float]:
@@ -75,4 +86,8 @@ class Solution:
                       "sequence": [list(x) for x in self.order]},
             "schedule": [asdict(t) for t in self.schedule],
             "model": asdict(self.model), "notes": list(self.notes),
+            **({"order_comparison": self.order_comparison} if self.order_comparison is not None else {}),
+            **({"diagnostics": self.diagnostics} if self.diagnostics is not None else {}),
+            **({"replay_bound_s": self.replay_bound_s} if self.replay_bound_s is not None else {}),
+            **({"priority": [list(x) for x in self.priority]} if self.priority is not None else {}),
         }

@@ -317,7 +317,7 @@ def test_workload_without_layers_or_astra(tmp_path, doc, capsys):
     (lambda d: layer(d, 1).update(name=7), "workload.layers[1].name", "expected text, got the number 7", "name: 7"),
     (lambda d: dim(d, 1).update(bandwidth=True), "topology.dims[1].bandwidth",
      'expected a bandwidth such as "25 GB/s", got a boolean', "bandwidth: true"),
-    (lambda d: d["schedule"].update(order="random"), "schedule.order", "expected one of lifo, fifo, got the text",
+    (lambda d: d["schedule"].update(order="random"), "schedule.order", "expected one of lifo, fifo, optimize, got the text",
      "order: random"),
     (lambda d: d["workload"].update(parallelism="dataa"), "workload.parallelism", "did you mean 'data'?",
      "parallelism: dataa"),

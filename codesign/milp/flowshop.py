@@ -1,0 +1,261 @@
+"""The per-dimension flow shop of chunk-phases: a lower bound the simulator can never beat, and the
+flow shop's own list schedule of an order.
+
+The simulator (sim/replay.py) cuts each collective into m chunks; chunk c of collective k walks phases
+i = 0..n_k-1, phase i on dimension dim(k, i); each dimension serves one chunk-phase at a time; a
+chunk-phase never runs faster than alone on the endpoint (its ``alone`` time: the largest of its link
+time and its memory and reduction demands over the pools), ACE's SRAM holds a chunk from admission
+to its last phase, and compute never runs faster than on the full NPU. Relax everything else
+(pool sharing, compute contention, the dispatch rule) and what is left is a flow shop with one
+machine per dimension, re-entrant routes (reduce-scatter and all-gather visit a dimension twice) and
+a cumulative SRAM. For data-parallel iterations (order_data.separable) the period is
+T = P + max(0, max_k C_k - d_k) with nominal compute, and each of the following is a valid bound:
+
+  dim d        one machine, preemption allowed: collective k brings work m * sum of its alone times on
+               d, released at r_k + head (its first chunk's phases before d), due at d_k - tail (its
+               last chunk's phases after d): Horn's bound on L_max (order_data.horn_bound);
+  collective   k alone: r_k + for each dimension d, the phases before d's first visit + m times its
+               per-chunk work on d + the phases after d's last visit (reduce-scatter and all-gather
+               visit a dimension twice, so "sum + (m - 1) max" would overstate a re-entrant route), and
+               at least ceil(m / q) traversals when only q of its chunks fit in the SRAM at once;
+  sram_exclusive  chunks holding more than half the SRAM never coexist: one machine (Horn's bound);
+  memory, reduction  all bytes through the engine's pools within one period (as bounds.py);
+  sram         Little's law: sum over chunks of SRAM held x its least residence <= SRAM x T;
+  compute      P, the iteration's compute on the full NPU.
+
+``replay_bound`` is their maximum: no order, and no simulated replay, beats it at that design
+(tests/test_order_optimize.py checks it against the simulator). ``list_schedule`` evaluates an order
+as the flow shop's priority dispatch with alone times: an achievable schedule of the relaxation,
+so its gap to ``replay_bound`` is the flow shop's optimality gap. Times in seconds at the API, in
+microseconds (``data.TIME_UNIT``) inside.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..costs import collective_demands, compute_time_terms
+from ..endpoint import Design
+from ..iteration import build_iteration
+from ..problem import Problem
+from ..sim.endpoint_model import Pools, phase_rates, phase_work
+from ..sim.replay import sram_need
+from .data import TIME_UNIT
+from .order_data import Instance, horn_bound, instance, separable
+
+
+@dataclass(frozen=True)
+class FlowShop:
+    """The relaxation at one design (us): per collective its route (dims), alone time per phase, SRAM
+    held per chunk (bytes); chunks m; the nominal-compute single-machine data (releases, dues, P)."""
+
+    dims: tuple[tuple[int, ...], ...]
+    alone: tuple[tuple[float, ...], ...]
+    sram_hold: tuple[float, ...]
+    chunks: int
+    base: Instance
+    sram: float
+    memory_us: float       # all memory traffic of an iteration over the memory pool
+    reduction_us: float
+    ndims: int
+
+
+def flow_shop(problem: Problem, design: Design) -> FlowShop:
+    it = build_iteration(problem.workload, problem.schedule.overlap)
+    shape = separable(it)
+    if shape is None:
+        raise ValueError("the flow-shop bound needs collectives awaited in the next iteration (data parallelism)")
+    npu, eng, m = problem.npu, problem.engine, problem.schedule.chunks
+    pools = Pools.of(eng, npu, design)
+    pc = [max(compute_time_terms(c.demand, npu, npu.cores, npu.hbm_bandwidth)) for c in it.computes]
+    dims, alone, hold = [], [], []
+    mem = red = 0.0
+    for c in it.comms:
+        dem = collective_demands(c.comm, problem.topology, eng, m)
+        works = [phase_work(dem, i, eng.kind, 0.0) for i in range(len(dem.phase_dims))]
+        dims.append(tuple(w.dim for w in works))
+        alone.append(tuple(1.0 / phase_rates([w], pools)[0] / TIME_UNIT for w in works))
+        hold.append(sram_need(dem.chunk_bytes, pools.sram) if math.isfinite(pools.sram) else 0.0)
+        mem += m * sum(w.memory_bytes for w in works)
+        red += m * sum(w.reduce_bytes for w in works)
+    # durations on the serial network are not used by the flow shop; the base carries r, d and P
+    base = instance(shape, pc, [0.0] * len(it.comms))
+    mem_us = mem / pools.memory / TIME_UNIT if eng.kind != "ideal" and pools.memory > 0 else 0.0
+    red_us = red / pools.reduction / TIME_UNIT if eng.kind != "ideal" and pools.reduction > 0 else 0.0
+    return FlowShop(tuple(dims), tuple(alone), tuple(hold), m, base, pools.sram, mem_us, red_us,
+                    len(problem.topology.dims))
+
+
+@dataclass(frozen=True)
+class ReplayBound:
+    """A lower bound (s) on the simulated period at one design, whatever the order, and its terms (s)."""
+
+    bound_s: float
+    terms: dict[str, float]
+
+    @property
+    def binding(self) -> str:
+        return max(self.terms, key=self.terms.get)
+
+
+def bound_terms(fs: FlowShop) -> dict[str, float]:
+    """Each bound of the module docstring, as a period (us)."""
+    b, m, K = fs.base, fs.chunks, len(fs.dims)
+    P = b.compute
+    terms = {"compute": P}
+    for d in range(fs.ndims):
+        ks = [k for k in range(K) if d in fs.dims[k]]
+        if not ks:
+            continue
+        rel, work, due = [], [], []
+        for k in ks:
+            on = [i for i, x in enumerate(fs.dims[k]) if x == d]
+            a = fs.alone[k]
+            rel.append(b.release[k] + sum(a[:on[0]]))
+            work.append(m * sum(a[i] for i in on))
+            due.append(b.due[k] - sum(a[on[-1] + 1:]))
+        inst = Instance(np.array(rel), np.array(work), np.array(due), P)
+        terms[f"dim{d}"] = inst.period(horn_bound(inst))
+    single = -np.inf
+    sram = fs.sram if math.isfinite(fs.sram) and fs.sram > 0 else math.inf
+    for k in range(K):
+        if not fs.dims[k]:
+            continue
+        a = fs.alone[k]
+        span = sum(a)
+        for d in set(fs.dims[k]):
+            # the first chunk reaches d after the phases before d's first visit, the last leaves after
+            # the phases after d's last visit, and d serves all m chunks' visits one at a time
+            on = [i for i, x in enumerate(fs.dims[k]) if x == d]
+            span = max(span, sum(a[:on[0]]) + m * sum(a[i] for i in on) + sum(a[on[-1] + 1:]))
+        if fs.sram_hold[k] > 0 and math.isfinite(sram):
+            # at most q of its chunks fit in the SRAM at once, so its chunks pass in ceil(m / q) waves
+            q = max(1, int(sram // fs.sram_hold[k] + 1e-9))
+            span = max(span, math.ceil(m / q) * sum(a))
+        single = max(single, b.release[k] + span - b.due[k])
+    terms["collective"] = b.period(single)
+    if math.isfinite(sram):
+        # chunks holding more than half the SRAM exclude each other: one machine, each chunk for its traversal
+        big = [k for k in range(K) if fs.dims[k] and fs.sram_hold[k] > sram / 2 * (1 + 1e-12)]
+        if big:
+            inst = Instance(b.release[big], np.array([m * sum(fs.alone[k]) for k in big]), b.due[big], P)
+            terms["sram_exclusive"] = inst.period(horn_bound(inst))
+    terms["memory"], terms["reduction"] = fs.memory_us, fs.reduction_us
+    if math.isfinite(fs.sram) and fs.sram > 0:
+        terms["sram"] = sum(m * h * sum(a) for h, a in zip(fs.sram_hold, fs.alone)) / fs.sram
+    return terms
+
+
+def replay_bound(problem: Problem, design: Design) -> ReplayBound:
+    """The flow-shop relaxation's bound at ``design`` (s): no order and no replay beats it."""
+    terms = {k: v * TIME_UNIT for k, v in bound_terms(flow_shop(problem, design)).items()}
+    return ReplayBound(max(terms.values()), terms)
+
+
+def list_schedule(fs: FlowShop, priority: list[int]) -> float:
+    """The flow shop's period (us) under ``priority`` (collectives, highest first): each dimension
+    serves, whenever it frees, the waiting chunk-phase of highest priority (then earliest arrival); a
+    chunk enters when the SRAM has room (in priority order); every chunk-phase takes its alone time."""
+    b, m, K = fs.base, fs.chunks, len(fs.dims)
+    rank = {k: i for i, k in enumerate(priority)}
+    events: list[tuple[float, int, int, int, int]] = []   # (time, seq, kind, k, c): 0 release, 1 phase done
+    seq = 0
+    for k in range(K):
+        events.append((b.release[k], seq, 0, k, -1))
+        seq += 1
+    heapq.heapify(events)
+    queues: list[list] = [[] for _ in range(fs.ndims)]
+    busy = [False] * fs.ndims
+    phase = {}                      # (k, c) -> phase index in progress or queued
+    left = [m] * K
+    done = np.full(K, -np.inf)
+    sram_free = fs.sram if math.isfinite(fs.sram) else math.inf
+    admit: list = []                # (rank, seq, k, c)
+    arrivals = 0
+
+    def enqueue(k: int, c: int) -> None:
+        nonlocal arrivals
+        arrivals += 1
+        heapq.heappush(queues[fs.dims[k][phase[(k, c)]]], (rank[k], arrivals, k, c))
+
+    def admit_chunks() -> None:
+        nonlocal sram_free
+        while admit and fs.sram_hold[admit[0][2]] <= sram_free * (1 + 1e-12):
+            _, _, k, c = heapq.heappop(admit)
+            sram_free -= fs.sram_hold[k]
+            phase[(k, c)] = 0
+            enqueue(k, c)
+
+    def start(now: float) -> None:
+        nonlocal seq
+        for d in range(fs.ndims):
+            if not busy[d] and queues[d]:
+                _, _, k, c = heapq.heappop(queues[d])
+                busy[d] = True
+                seq += 1
+                heapq.heappush(events, (now + fs.alone[k][phase[(k, c)]], seq, 1, k, c))
+
+    def step(now: float, kind: int, k: int, c: int) -> None:
+        nonlocal sram_free
+        if kind == 0:                 # a release: its chunks queue for the SRAM
+            if not fs.dims[k]:
+                done[k] = now
+                return
+            nonlocal arrivals
+            for cc in range(m):
+                arrivals += 1
+                heapq.heappush(admit, (rank[k], arrivals, k, cc))
+            admit_chunks()
+            return
+        busy[fs.dims[k][phase[(k, c)]]] = False   # a chunk-phase ends
+        phase[(k, c)] += 1
+        if phase[(k, c)] < len(fs.dims[k]):
+            enqueue(k, c)
+            return
+        sram_free += fs.sram_hold[k]
+        left[k] -= 1
+        if left[k] == 0:
+            done[k] = now
+        admit_chunks()
+
+    while events:
+        now, _, kind, k, c = heapq.heappop(events)
+        batch = [(kind, k, c)]
+        # everything that ends at this instant ends before anything starts (as the replay's tick does)
+        while events and events[0][0] <= now + 1e-9:
+            batch.append(heapq.heappop(events)[2:])
+        for kind, k, c in batch:
+            step(now, kind, k, c)
+        start(now)
+    return b.period(float(np.max(done - b.due)) if K else -np.inf)
+
+
+def refine_priority(fs: FlowShop, starts: list[list[int]], budget_s: float, seed: int = 0) -> tuple[list[int], float]:
+    """The best of ``starts`` (priority orders) improved by insertion moves under ``list_schedule`` until
+    no move helps or ``budget_s`` runs out: (priority, period in us). A heuristic: its gap to
+    ``bound_terms`` is what is proven."""
+    import random
+    import time
+    best = min((list(s) for s in starts), key=lambda s: list_schedule(fs, s))
+    val = list_schedule(fs, best)
+    K = len(best)
+    rnd = random.Random(seed)
+    t_end = time.perf_counter() + budget_s
+    moves = [(i, j) for i in range(K) for j in range(K) if i != j]
+    improved = True
+    while improved and time.perf_counter() < t_end:
+        improved = False
+        rnd.shuffle(moves)
+        for i, j in moves:
+            cand = best[:i] + best[i + 1:]
+            cand.insert(j, best[i])
+            v = list_schedule(fs, cand)
+            if v < val - 1e-9 * max(1.0, val):
+                best, val, improved = cand, v, True
+                break
+            if time.perf_counter() > t_end:
+                break
+    return best, val
