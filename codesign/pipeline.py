@@ -124,12 +124,19 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
                             path="schedule.order")
         return _solve_optimized(md, limit, t_start, diagnose, refine_s)
     choice = _first_guess(md)
+    if problem.objective.minimize != "iteration_time" and md.engine.sized:
+        # a time target is met, if at all, near the fastest designs: take the first order from there
+        # (the middle design's order can make a meetable target look infeasible)
+        fastest = dataclasses.replace(problem, objective=dataclasses.replace(problem.objective,
+                                                                             minimize="iteration_time"))
+        choice = solve(fastest, time_limit=max(0.1, limit / 2), extra=extra).choice
     used: Order | None = None
     stats: SolveStats | None = None
     model = None
     stable = False
     rounds = 0
     seen: list[Order] = []
+    last_model = None
     for rounds in range(1, MAX_ROUNDS + 1):
         order = replay_policy(md, choice).order
         if order == used:
@@ -143,20 +150,27 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
         model = build_model(md, order)
         if extra is not None:
             extra(model, problem)
-        stats = solve_model(model, problem.solver, left)
-        if stats.status == "infeasible":
-            raise InfeasibleError(_explain_infeasible(md, order, extra, left))
+        round_stats = solve_model(model, problem.solver, left)
+        if round_stats.status == "infeasible":
+            if used is None:
+                raise InfeasibleError(_explain_infeasible(md, order, extra, left))
+            model = last_model  # a later round's order cannot meet the target: keep the last answer
+            break
+        stats = round_stats
         if not stats.has_solution:
             bound = f"; best bound {stats.bound:.6g}" if stats.bound is not None else ""
             raise SolverError(f"HiGHS stopped ({stats.termination}) after {stats.solve_time_s:.1f} s without a "
                               f"feasible design{bound}; raise the time limit (--time-limit) or relax the problem")
         choice = _choice_from(model, md)
         used = order
+        last_model = model
     else:
         stable = replay_policy(md, choice).order == used
     assert stats is not None and model is not None and used is not None
     if stats.status == "optimal":
-        choice = _tie_break(md, used, choice, model, extra, max(0.1, limit - (time.perf_counter() - t_start)))
+        choice, used = _tie_break(md, used, choice, model, extra,
+                                  max(0.1, limit - (time.perf_counter() - t_start)))
+        stable = stable and replay_policy(md, choice).order == used
     sol = _solution(md, choice, used, stats, model, rounds, stable, time.perf_counter() - t_start)
     if diagnose:
         from .milp.diagnostics import pyomo_diagnostics
@@ -214,12 +228,13 @@ def _solve_optimized(md: ModelData, limit: float, t_start: float, diagnose: bool
 
 
 def _tie_break(md: ModelData, order: Order, choice: dict[str, int], m: pyo.ConcreteModel, extra: Extra | None,
-               time_left: float) -> dict[str, int]:
+               time_left: float) -> tuple[dict[str, int], Order]:
     """Among designs as good as the optimum, the one with the least area (minimizing time) or the
-    shortest iteration (minimizing area or power): a second, lexicographic solve."""
+    shortest iteration (minimizing area or power): a second, lexicographic solve. Returns the design
+    and the network order it runs under."""
     p = md.problem
-    if not md.engine.sized:
-        return choice
+    if not md.engine.sized or not m.obj.active:  # nothing to choose, or a hook's own objective
+        return choice, order
     first = p.objective.minimize
     second = "area" if first == "iteration_time" else "iteration_time"
     best = pyo.value(m.obj)
@@ -230,10 +245,18 @@ def _tie_break(md: ModelData, order: Order, choice: dict[str, int], m: pyo.Concr
     m2.lexicographic = pyo.Constraint(expr=keep <= best * (1 + 1e-7) + 1e-9)
     st = solve_model(m2, p.solver, time_left)
     if st.status != "optimal":
-        return choice
+        return choice, order
     new = _choice_from(m2, md)
-    # the tie-break must not change the order the policy produces, or the first stage's answer stands
-    return new if replay_policy(md, new).order == order else choice
+    rep = replay_policy(md, new)
+    if rep.order == order:
+        return new, order
+    if first != "iteration_time":
+        # same area or power; the policy's own order at the new design decides whether it is better
+        target = p.objective.iteration_time_target_s
+        if (rep.period_s <= replay_policy(md, choice).period_s * (1 + 1e-9)
+                and (target is None or rep.period_s <= target * (1 + 1e-9))):
+            return new, rep.order
+    return choice, order
 
 
 def _solution(md: ModelData, choice: dict[str, int], order: Order, stats: SolveStats, m: pyo.ConcreteModel | None,
@@ -243,6 +266,9 @@ def _solution(md: ModelData, choice: dict[str, int], order: Order, stats: SolveS
     rep = run_sequence(md.iteration, pc, dc, order)
     notes = []
     what = p.objective.minimize
+    if m is not None and not m.obj.active:
+        what = "custom"  # an extra hook replaced the objective: its value and bound are in its own units
+        notes.append("the objective is the extra hook's own; objective and bound are in its units")
     T = rep.period_s
     if what == "iteration_time":
         T_milp = pyo.value(m.T) * TIME_UNIT if m is not None else predicted_s
@@ -250,8 +276,8 @@ def _solution(md: ModelData, choice: dict[str, int], order: Order, stats: SolveS
             notes.append(f"the MILP's period {format_quantity(T_milp, SECONDS)} differs from the replay of its "
                          f"order {format_quantity(T, SECONDS)}")
     if not stable:
-        notes.append(f"the {p.schedule.order.upper()} order did not settle in {MAX_ROUNDS} rounds: the design is "
-                     "optimal for the order shown, which the policy does not reproduce exactly at that design")
+        notes.append(f"the {p.schedule.order.upper()} order did not settle: the design is optimal for the order "
+                     "shown, which the policy does not reproduce exactly at that design")
     if stats.status == "time_limit":
         what_found = "design and order are" if p.schedule.order == "optimize" else "design is"
         notes.append(f"time limit reached: the {what_found} the best found, within {100 * (stats.gap or 0):.2f}% of "

@@ -13,6 +13,9 @@ _DESIGN_LABELS = {"sram": ("SRAM", BYTES), "alu": ("ALU", BYTES_PER_S), "dma": (
                   "comm_cores": ("comm cores", None), "comm_hbm_share": ("comm HBM share", None)}
 
 
+#: The unit each objective is reported in ("custom": an extra hook's own objective, in its own units).
+OBJECTIVE_UNITS = {"iteration_time": "s", "area": "mm^2", "power": "W", "custom": ""}
+
 #: One colour per task kind, shared by every timeline picture.
 KIND_COLORS = {"forward": "#4C72B0", "input_grad": "#DD8452", "weight_grad": "#55A868", "comm": "#C44E52",
                "idle": "#999999"}
@@ -59,7 +62,7 @@ def summary(s: Solution, p: Problem, validation=None) -> str:
             return "n/a"
         if s.objective_kind == "iteration_time":
             return f"{x * 1e6:.6g} us"
-        return f"{x:.6g} {'mm^2' if s.objective_kind == 'area' else 'W'}"
+        return f"{x:.6g} {OBJECTIVE_UNITS[s.objective_kind]}".rstrip()
     obj, bound = val(s.objective), val(s.objective_bound)
     gap = f"{100 * s.gap:.3f}%" if s.gap is not None else "n/a"
     lines.append(f"solver          {s.status}: minimize {s.objective_kind.replace('_', ' ')}, objective {obj}, "
@@ -133,7 +136,7 @@ def diagnostics_text(s: Solution) -> str:
     """``--verbose``: the model's size, its largest big-M, and its LP relaxation's bound against the final
     bound (empty if the solve was not asked for diagnostics)."""
     from .milp.diagnostics import diagnostics_lines
-    unit = {"iteration_time": "us", "area": "mm^2", "power": "W"}[s.objective_kind]
+    unit = "us" if s.objective_kind == "iteration_time" else OBJECTIVE_UNITS[s.objective_kind]
     return "\n".join(diagnostics_lines(s.diagnostics or {}, unit))
 
 

@@ -57,7 +57,9 @@ def engines(draw) -> tuple[Engine, Design]:
     return eng, Design(kind, v)
 
 
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomized: the same examples every run, so CI never flakes on a newly found anomaly (explore
+# locally with more examples; the anomaly tests below came from such runs)
+SETTINGS = settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
@@ -111,9 +113,12 @@ def test_a_platform_f_times_faster_iterates_f_times_faster(w, topo, ed, chunks, 
 
 
 @SETTINGS
-@given(topologies(), engines(), st.integers(1, 4), st.floats(1.1, 4.0), mb)
-def test_with_nothing_to_order_more_bandwidth_or_sram_is_never_slower(topo, ed, chunks, f, nbytes):
-    """One collective per iteration: no dispatch decisions, so no scheduling anomaly can occur."""
+@given(topologies(), engines(), st.floats(1.1, 4.0), mb)
+def test_with_nothing_to_order_more_bandwidth_or_sram_is_never_slower(topo, ed, f, nbytes):
+    """One collective in one chunk: no dispatch decision anywhere, so no scheduling anomaly can occur.
+    (Two chunks already compete for a dimension their reduce-scatter and all-gather both use, and
+    hypothesis found an anomaly there.)"""
+    chunks = 1
     eng, design = ed
     t = Compute(time_s=10e-6)
     w = Workload("one", "data", (Layer("l0", t, t, t, weight_grad_comm=Comm("all_reduce", nbytes)),))

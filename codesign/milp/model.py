@@ -43,6 +43,8 @@ def build_model(md: ModelData, order: Order, *, objective: str | None = None,
     m.one_option = pyo.Constraint(m.RES, rule=lambda m, r: sum(m.y[r, o] for o in range(len(eng.options(r)))) == 1)
     if fixed_choice:
         for r, o in pairs:
+            # continuous once fixed, so HiGHS sees an LP and returns duals (shadow prices)
+            m.y[r, o].domain = pyo.UnitInterval
             m.y[r, o].fix(1 if fixed_choice[r] == o else 0)
 
     def lin(t: Term):
