@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..bounds import LowerBound
 from ..costs import collective_demands, compute_time_terms
 from ..endpoint import Design
 from ..iteration import build_iteration
@@ -89,16 +90,9 @@ def flow_shop(problem: Problem, design: Design) -> FlowShop:
                     len(problem.topology.dims))
 
 
-@dataclass(frozen=True)
-class ReplayBound:
-    """A lower bound (s) on the simulated period at one design, whatever the order, and its terms (s)."""
-
-    bound_s: float
-    terms: dict[str, float]
-
-    @property
-    def binding(self) -> str:
-        return max(self.terms, key=self.terms.get)
+#: A lower bound (s) on the simulated period at one design, whatever the order, with its terms (s):
+#: the same value type as bounds.LowerBound, whose resource-load terms this relaxation tightens.
+ReplayBound = LowerBound
 
 
 def bound_terms(fs: FlowShop) -> dict[str, float]:
