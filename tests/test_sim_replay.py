@@ -221,3 +221,19 @@ def test_validation_flags_collectives_overlapping_across_dimensions():
     v = validate(p, codesign.solve(p))
     assert v.flagged and v.rel_diff < -0.2
     assert "overlapped across dimensions" in v.warning()
+
+
+@SETTINGS
+@given(topologies(), engines(), st.integers(1, 4), mb)
+def test_a_lone_chunk_phase_takes_the_milps_phase_time(topo, ed, chunks, nbytes):
+    """The replay and the MILP must read one cost model: a chunk-phase alone on the endpoint takes
+    exactly the MILP's phase_time, max(link, each endpoint resource) from costs.py."""
+    from codesign.costs import collective_demands, endpoint_rates, phase_resource_times
+    from codesign.sim.endpoint_model import Pools, alone_rate, phase_work
+    eng, design = ed
+    dem = collective_demands(Comm("all_reduce", nbytes), topo, eng, chunks)
+    pools = Pools.of(eng, problem(Workload("w", "data", ()), topo, eng).npu, design)
+    rates = endpoint_rates(eng, problem(Workload("w", "data", ()), topo, eng).npu, design)
+    for i, link_s in enumerate(dem.phase_link_s):
+        milp = max([link_s, *phase_resource_times(dem, i, eng.kind, rates).values()])
+        assert 1.0 / alone_rate(phase_work(dem, i, eng.kind, 0.0), pools) == pytest.approx(milp, rel=1e-12)
