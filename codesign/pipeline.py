@@ -23,7 +23,7 @@ from .milp.highs import SolveStats, solve_model
 from .milp.model import build_model
 from .problem import Problem
 from .solution import ScheduledTask, Solution
-from .units import AREA_MM2, SECONDS, WATTS, format_quantity
+from .units import SECONDS, format_quantity
 
 MAX_ROUNDS = 5
 Extra = Callable[[pyo.ConcreteModel, Problem], None]

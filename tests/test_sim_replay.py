@@ -9,7 +9,6 @@ import codesign
 from codesign.bounds import lower_bound
 from codesign.endpoint import Design, Engine, Option
 from codesign.evaluate import run_policy
-from codesign.iteration import build_iteration
 from codesign.pipeline import durations
 from codesign.milp.data import model_data
 from codesign.sim.replay import simulate
