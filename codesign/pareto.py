@@ -68,7 +68,7 @@ class ParetoFront:
         from .report import design_text
         return pd.DataFrame([{self.x: p.x, self.y: p.y, "role": p.role, "iteration_time_s": p.solution.iteration_time_s,
                               "area_mm2": p.solution.area_mm2, "power_w": p.solution.power_w,
-                              "design": design_text(p.solution), "status": p.solution.status} for p in self.points])
+                              "design": design_text(p.solution.design), "status": p.solution.status} for p in self.points])
 
     def plot(self, path: str | Path) -> Path:
         return plot_front(self, Path(path))
@@ -202,7 +202,7 @@ def plot_front(front: ParetoFront, path: Path) -> Path:
     ax.step(xs, ys, where="post", color="#4C72B0", linewidth=1.2, alpha=0.7)
     ax.plot(xs, ys, "o", color="#4C72B0", markersize=5, label="Pareto-optimal designs")
     for p, px, py in zip(front.points, xs, ys):
-        ax.annotate(design_text(p.solution), (px, py), textcoords="offset points", xytext=(4, 4), fontsize=6)
+        ax.annotate(design_text(p.solution.design), (px, py), textcoords="offset points", xytext=(4, 4), fontsize=6)
     for p, px, py in zip(front.points, xs, ys):
         if p.role:
             ax.plot(px, py, "s", markersize=10, markerfacecolor="none", markeredgecolor="#DD8452", markeredgewidth=1.5)

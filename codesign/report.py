@@ -32,9 +32,10 @@ def _finish(fig, ax, path: Path) -> Path:
     return path
 
 
-def design_text(s: Solution) -> str:
+def design_text(values: dict[str, float]) -> str:
+    """'SRAM 4 MiB, ALU 128 GB/s, ...' for a design's values (units per endpoint.RESOURCES)."""
     parts = []
-    for r, v in s.design.items():
+    for r, v in values.items():
         label, dim = _DESIGN_LABELS[r]
         parts.append(f"{label} {format_quantity(v, dim) if dim else f'{v:g}'}")
     return ", ".join(parts) if parts else "(nothing to size)"
@@ -47,13 +48,11 @@ def summary(s: Solution, p: Problem, validation=None) -> str:
     kinds = "/".join(d.kind for d in topo.dims)
     lines = [f"problem         {s.problem}: {p.workload.name} ({len(p.workload.layers)} layers, {p.workload.parallelism}) "
              f"on {topo.shape} {kinds} ({topo.npus} NPUs), {s.engine} engine"]
-    budget = []
-    if p.engine.area_budget_mm2 is not None:
-        budget.append(f"budget {p.engine.area_budget_mm2:g} mm^2")
-    lines.append(f"design          {design_text(s)}")
+    lines.append(f"design          {design_text(s.design)}")
     if s.engine != "ideal":
         power_budget = f" (budget {p.engine.power_budget_w:g} W)" if p.engine.power_budget_w is not None else ""
-        lines.append(f"                area {s.area_mm2:.4g} mm^2{' (' + budget[0] + ')' if budget else ''}, "
+        area_budget = f" (budget {p.engine.area_budget_mm2:g} mm^2)" if p.engine.area_budget_mm2 is not None else ""
+        lines.append(f"                area {s.area_mm2:.4g} mm^2{area_budget}, "
                      f"power {s.power_w:.4g} W{power_budget}")
     lines.append(f"iteration time  {t(s.iteration_time_s)}  (compute {t(s.compute_time_s)}, exposed communication "
                  f"{t(s.exposed_comm_s)}; network busy {t(s.comm_time_s)}, {s.chunks} chunk(s) per collective)")
@@ -169,11 +168,7 @@ def simulation_summary(p: Problem, design, res) -> str:
     from .bounds import lower_bound
     t = lambda x: format_quantity(x, SECONDS)  # noqa: E731
     lb = lower_bound(p, design)
-    parts = []
-    for r, v in design.values.items():
-        label, dim = _DESIGN_LABELS[r]
-        parts.append(f"{label} {format_quantity(v, dim) if dim else f'{v:g}'}")
-    lines = [f"problem         {p.name}: {p.engine.kind} engine, {', '.join(parts) or 'nothing sized'}",
+    lines = [f"problem         {p.name}: {p.engine.kind} engine, {design_text(design.values)}",
              f"iteration time  {t(res.period_s)} simulated (compute {t(res.compute_time_s)}, alone "
              f"{t(res.nominal_compute_s)}; exposed communication {t(res.exposed_comm_s)})",
              f"lower bound     {t(lb.bound_s)}, set by {lb.binding}",

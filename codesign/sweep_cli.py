@@ -188,12 +188,12 @@ def pareto_command(args: argparse.Namespace) -> int:
     print(f"Pareto front of {front.y} against {front.x}: {len(front.points)} designs ({front.method}, "
           f"{front.solves} solves)")
     for p in front.points:
-        print(f"  {front.x} {p.x * sx:9.4g} {ux:5s} {front.y} {p.y * sy:9.4g} {uy:5s} {design_text(p.solution)}"
+        print(f"  {front.x} {p.x * sx:9.4g} {ux:5s} {front.y} {p.y * sy:9.4g} {uy:5s} {design_text(p.solution.design)}"
               + (f"  <- {p.role}" if p.role else ""))
     if front.as_posed is not None:
         a = front.as_posed
         print(f"as posed        {front.x} {metric(a, front.x) * sx:.4g} {ux}, {front.y} {metric(a, front.y) * sy:.4g} {uy}: "
-              f"{design_text(a)}")
+              f"{design_text(a.design)}")
     out = Path(args.out or f"pareto_{Path(args.problem).stem}.png")
     front.plot(out)
     print(f"plot            {out}")
@@ -216,7 +216,7 @@ def shadow_command(args: argparse.Namespace) -> int:
         print(json.dumps({"problem": rep.problem, "design": rep.design, "iteration_time_s": rep.iteration_time_s,
                           "prices": [p.__dict__ for p in rep.prices]}, indent=2))
         return 0
-    print(f"design          {design_text(sol)}; iteration time {rep.iteration_time_s * 1e3:.4f} ms "
+    print(f"design          {design_text(sol.design)}; iteration time {rep.iteration_time_s * 1e3:.4f} ms "
           f"({sol.order_policy.upper()} order held fixed)")
     print(rep.table())
     best = max(rep.prices, key=lambda p: p.saves_us_per_step, default=None)

@@ -27,7 +27,7 @@ def main(problem_path: str, out_dir: Path):
     front = pareto_front(problem, x="area", y="iteration_time")
     print(f"{len(front.points)} Pareto-optimal designs ({front.method}, {front.solves} solves):")
     for p in front.points:
-        print(f"  area {p.x:5.2f} mm^2  T {p.y * 1e6:8.1f} us  {design_text(p.solution)}"
+        print(f"  area {p.x:5.2f} mm^2  T {p.y * 1e6:8.1f} us  {design_text(p.solution.design)}"
               + (f"  <- {p.role}" if p.role else ""))
     if front.as_posed is not None:
         print(f"as posed (area budget {problem.engine.area_budget_mm2} mm^2): area {front.as_posed.area_mm2:.2f} mm^2, "
