@@ -37,7 +37,7 @@ def instance(n: int, chunks: int, threads: int, time_limit: float, family: str =
     import numpy as np
 
     import codesign
-    from codesign.problem import SolverSpec
+    from codesign.problem.model import SolverSpec
     p = codesign.load_problem(ROOT / "problems" / "resnet50_ace_torus3d.yaml")
     layers = p.workload.layers
     if n <= len(layers):

@@ -7,9 +7,9 @@ Python API:
 """
 from .errors import CodesignError, InfeasibleError, SolverError, SpecError
 from .pipeline import solve
-from .problem import Problem
+from .problem.model import Problem
 from .solution import Solution
-from .spec import load_problem, parse_problem
+from .problem.load import load_problem, parse_problem
 from .pareto import pareto_front
 from .shadow import shadow_prices
 from .sweep_plan import sweep  # pandas and matplotlib are imported inside, on first use

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .costs import collective_demands, compute_time_terms
 from .endpoint import Design
 from .iteration import build_iteration
-from .problem import Problem
+from .problem.model import Problem
 from .sim.endpoint_model import Pools, phase_work
 
 

@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
 def _solve(args: argparse.Namespace) -> int:
     from .pipeline import solve
     from .report import summary, write_outputs
-    from .spec import load_problem
+    from .problem.load import load_problem
 
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise_usage("--time-limit must be a positive number of seconds")
@@ -98,7 +98,7 @@ def raise_usage(msg: str) -> None:
 
 def _validate(args: argparse.Namespace) -> int:
     from .iteration import build_iteration
-    from .spec import load_problem
+    from .problem.load import load_problem
 
     p = load_problem(args.problem)
     it = build_iteration(p.workload, p.schedule.overlap)
@@ -120,7 +120,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from .report import simulation_summary, timeline_png
     from .sim.replay import simulate
     from .simulate_inputs import design_and_order
-    from .spec import load_problem
+    from .problem.load import load_problem
 
     if args.iterations < 4:
         raise_usage("--iterations must be at least 4 (two to settle, two to measure)")

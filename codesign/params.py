@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import units as U
+from .spec import units as U
 from .errors import SpecError
 
 Token = str | int

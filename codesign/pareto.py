@@ -24,7 +24,7 @@ from typing import Any
 
 from .errors import InfeasibleError, SpecError
 from .pipeline import Extra, solve
-from .problem import Objective, Problem
+from .problem.model import Objective, Problem
 from .solution import Solution
 
 METRICS = ("iteration_time", "area", "power")

@@ -21,9 +21,9 @@ from .evaluate import Order, Replay, run_policy, run_sequence
 from .milp.data import TIME_UNIT, ModelData, model_data
 from .milp.highs import SolveStats, solve_model
 from .milp.model import build_model
-from .problem import Problem
+from .problem.model import Problem
 from .solution import ScheduledTask, Solution
-from .units import SECONDS, format_quantity
+from .spec.units import SECONDS, format_quantity
 
 MAX_ROUNDS = 5
 Extra = Callable[[pyo.ConcreteModel, Problem], None]

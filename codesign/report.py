@@ -5,9 +5,9 @@ import csv
 import json
 from pathlib import Path
 
-from .problem import Problem
+from .problem.model import Problem
 from .solution import Solution
-from .units import BYTES, BYTES_PER_S, SECONDS, format_quantity
+from .spec.units import BYTES, BYTES_PER_S, SECONDS, format_quantity
 
 _DESIGN_LABELS = {"sram": ("SRAM", BYTES), "alu": ("ALU", BYTES_PER_S), "dma": ("DMA", BYTES_PER_S),
                   "comm_cores": ("comm cores", None), "comm_hbm_share": ("comm HBM share", None)}

@@ -60,7 +60,7 @@ def _quiet_worker() -> None:
 def run_case(problems_dir: str, case: Case, time_limit: float | None = None) -> dict[str, Any]:
     """Solve and replay one case; return its row (never raises: a failure is a row with ``error``)."""
     from .pipeline import solve
-    from .spec import load_problem
+    from .problem.load import load_problem
     from .validation import validate
 
     t0 = time.perf_counter()
@@ -96,7 +96,7 @@ def run_case(problems_dir: str, case: Case, time_limit: float | None = None) -> 
 
 def run_hbm(problems_dir: str, npus: int, net_scale: float) -> dict[str, Any]:
     """The HBM sweep at one network size and bandwidth scale, as a row."""
-    from .spec import load_problem
+    from .problem.load import load_problem
 
     t0 = time.perf_counter()
     row: dict[str, Any] = {"npus": npus, "shape": "x".join(map(str, SHAPES[npus])), "net_scale": net_scale, "error": ""}

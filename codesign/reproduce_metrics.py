@@ -28,7 +28,7 @@ from .collectives import phases
 from .costs import collective_demands, collective_time
 from .endpoint import Design
 from .iteration import build_iteration
-from .problem import Problem
+from .problem.model import Problem
 from .sim.replay import SimResult, simulate
 from .solution import Solution
 

@@ -40,7 +40,7 @@ from .evaluate import Order, run_sequence
 from .milp.data import TIME_UNIT, model_data
 from .milp.model import build_model
 from .pipeline import durations
-from .problem import Problem
+from .problem.model import Problem
 from .solution import Solution
 
 REL_H = 1e-6  # relative forward step for d(rhs)/d(theta) and the one-sided derivative
@@ -75,7 +75,7 @@ class ShadowReport:
     prices: tuple[ShadowPrice, ...]
 
     def table(self) -> str:
-        from .units import BYTES, BYTES_PER_S, format_quantity
+        from .spec.units import BYTES, BYTES_PER_S, format_quantity
         fmt = {"B/s": lambda v: format_quantity(v, BYTES_PER_S), "bytes": lambda v: format_quantity(v, BYTES)}
         lines = [f"{'resource':46s} {'value':>11s}   {'one more step saves (marginal)':32s} {'(whole step)':>12s}"]
         for p in self.prices:

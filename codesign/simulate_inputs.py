@@ -7,7 +7,7 @@ from pathlib import Path
 from .endpoint import Design, design_of
 from .errors import SpecError
 from .evaluate import Order
-from .problem import Problem
+from .problem.model import Problem
 from .solution import DESIGN_KEYS
 
 

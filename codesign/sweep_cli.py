@@ -100,7 +100,7 @@ def table(df: Any, pl: Any, limit: int = 200) -> str:
     """The summary table: each point's values as written, status, iteration time, area, power, design."""
     from .report import _DESIGN_LABELS
     from .solution import DESIGN_KEYS
-    from .units import format_quantity
+    from .spec.units import format_quantity
 
     design = [(c, _DESIGN_LABELS[r]) for r, c in DESIGN_KEYS.items() if c in df.columns]
     heads = [p.path for p in pl.params]
@@ -179,7 +179,7 @@ def sweep_command(args: argparse.Namespace) -> int:
 def pareto_command(args: argparse.Namespace) -> int:
     from .pareto import metric, pareto_front
     from .report import design_text
-    from .spec import load_problem
+    from .problem.load import load_problem
 
     problem = load_problem(args.problem, solver_profile=args.solver)
     front = pareto_front(problem, args.x, args.y, points=args.points, time_limit=_limit(args.time_limit))
@@ -207,7 +207,7 @@ def shadow_command(args: argparse.Namespace) -> int:
     from .pipeline import solve
     from .report import design_text
     from .shadow import shadow_prices
-    from .spec import load_problem
+    from .problem.load import load_problem
 
     problem = load_problem(args.problem, solver_profile=args.solver)
     sol = solve(problem, time_limit=_limit(args.time_limit))

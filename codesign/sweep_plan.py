@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 from .errors import InfeasibleError, SpecError
 from .params import Param, apply, canonical, check_path, get_value, params_from
 from .pipeline import Extra, solve
-from .problem import Problem
+from .problem.model import Problem
 from .solution import DESIGN_KEYS, Solution
-from .spec import parse_problem
+from .problem.load import parse_problem
 from .sweep_results import ResultsFile
-from .yamlfile import load_yaml
+from .spec.yamlfile import load_yaml
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -362,7 +362,7 @@ def read_section(section: Any, file: str) -> dict[str, Any]:
     if "out" in out:
         out["out"] = str(Path(file).resolve().parent / str(out["out"]))
     if "time_limit" in out:
-        from .units import SECONDS, UnitError, parse_quantity
+        from .spec.units import SECONDS, UnitError, parse_quantity
         try:
             out["time_limit"] = parse_quantity(out["time_limit"], SECONDS)
         except UnitError as e:

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from .bounds import LowerBound, lower_bound
 from .endpoint import design_of
-from .problem import Problem
+from .problem.model import Problem
 from .sim.replay import SimResult, simulate
 from .solution import Solution
-from .units import SECONDS, format_quantity
+from .spec.units import SECONDS, format_quantity
 
 TOLERANCE = 0.05  # relative difference beyond which the prediction is flagged
 

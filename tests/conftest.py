@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from codesign.endpoint import NPU, Engine, Option
-from codesign.problem import Objective, Problem, ScheduleSpec, SolverSpec
+from codesign.problem.model import Objective, Problem, ScheduleSpec, SolverSpec
 from codesign.topology import Dim, Topology
 from codesign.workload.model import Comm, Compute, Layer, Workload
 

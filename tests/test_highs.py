@@ -6,7 +6,7 @@ import random
 import pyomo.environ as pyo
 
 from codesign.milp.highs import solve_model
-from codesign.problem import SolverSpec
+from codesign.problem.model import SolverSpec
 
 
 def naive_lmax(n: int, seed: int = 1) -> pyo.ConcreteModel:

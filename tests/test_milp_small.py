@@ -15,7 +15,7 @@ import pytest
 
 from codesign import InfeasibleError, solve
 from codesign.endpoint import Engine, Option
-from codesign.problem import Objective
+from codesign.problem.model import Objective
 
 from conftest import ace, problem, ring2, two_layer_workload
 
@@ -129,7 +129,7 @@ def test_extra_hook_infeasible_is_blamed_on_it():
 def test_no_overlap_serializes_communication_after_compute():
     # Without overlap each collective blocks the next compute task: f1 f2 w2 [c2] i2 w1 [c1], with the
     # fast DMA's 10 us collectives: 50 us of compute + 20 us of communication, nothing hidden.
-    from codesign.problem import ScheduleSpec
+    from codesign.problem.model import ScheduleSpec
     p = problem(two_layer_workload(), ring2(), ace([SLOW, FAST]))
     import dataclasses
     p = dataclasses.replace(p, schedule=ScheduleSpec("lifo", 1, overlap=False))

@@ -28,7 +28,7 @@ from codesign.evaluate import run_policy, run_sequence
 from codesign.milp.data import model_data
 from codesign.milp.order_compare import simulate_orders
 from codesign.pipeline import durations
-from codesign.problem import Objective
+from codesign.problem.model import Objective
 from codesign.report import diagnostics_text, order_comparison_lines, summary
 from codesign.workload.model import Comm, Compute, Layer, Workload
 

@@ -8,8 +8,8 @@ import pytest
 from codesign.errors import SpecError
 from codesign.params import apply, canonical, check_path, dimension_of, parse_param, parse_path, parse_values, path_text
 from codesign.sweep_plan import plan, point_key
-from codesign.units import BYTES_PER_S
-from codesign.yamlfile import load_yaml
+from codesign.spec.units import BYTES_PER_S
+from codesign.spec.yamlfile import load_yaml
 from conftest import ROOT
 
 QUICK = str(ROOT / "problems" / "quickstart.yaml")

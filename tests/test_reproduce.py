@@ -16,7 +16,7 @@ from codesign.reproduce_cases import (CONFIGS, HBM_ENGINES, SHAPES, HbmCase, cas
 from codesign.reproduce_cli import register
 from codesign.reproduce_metrics import (DRIVE, busy_time, least_bandwidth, milp_comm_intervals, model_time,
                                         network_load, sim_comm_intervals, sim_time, utilization, with_comm_hbm)
-from codesign.spec import load_problem
+from codesign.problem.load import load_problem
 from codesign.validation import validate
 from codesign.workload.model import Comm, Layer, Workload
 

@@ -13,7 +13,7 @@ from codesign.milp.data import TIME_UNIT, model_data
 from codesign.milp.highs import solve_model
 from codesign.milp.model import build_model
 from codesign.pipeline import durations
-from codesign.problem import SolverSpec
+from codesign.problem.model import SolverSpec
 from codesign.workload.model import Comm, Compute, Layer, Workload
 
 from conftest import problem, ring2

@@ -15,7 +15,7 @@ from ..costs import (CollectiveDemands, collective_demands, compute_slowdowns, c
                      phase_resource_times, sram_interval)
 from ..endpoint import Design, Engine
 from ..iteration import Iteration, build_iteration
-from ..problem import Problem
+from ..problem.model import Problem
 
 TIME_UNIT = 1e-6  # seconds per model time unit: the MILP's clock runs in microseconds
 

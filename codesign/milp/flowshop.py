@@ -41,7 +41,7 @@ from ..bounds import LowerBound
 from ..costs import collective_demands, compute_time_terms
 from ..endpoint import Design
 from ..iteration import build_iteration
-from ..problem import Problem
+from ..problem.model import Problem
 from ..sim.endpoint_model import Pools, phase_rates, phase_work
 from ..sim.replay import sram_need
 from .data import TIME_UNIT

@@ -14,7 +14,7 @@ import pyomo.environ as pyo
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import TerminationCondition as TC
 
-from ..problem import SolverSpec
+from ..problem.model import SolverSpec
 
 
 @dataclass(frozen=True)

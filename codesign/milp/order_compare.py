@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..endpoint import design_of
-from ..problem import Problem
+from ..problem.model import Problem
 from ..solution import Solution
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InfeasibleError
 from ..evaluate import Order, run_policy
-from ..units import SECONDS, format_quantity
+from ..spec.units import SECONDS, format_quantity
 from .data import TIME_UNIT, ModelData
 from .order_data import (
     Candidate,

@@ -22,7 +22,7 @@ from ..costs import collective_demands, compute_time_terms
 from ..endpoint import Design
 from ..evaluate import Order
 from ..iteration import build_iteration
-from ..problem import Problem
+from ..problem.model import Problem
 from .endpoint_model import PhaseWork, Pools, alone_rate, compute_rate, phase_rates, phase_work
 from .engine import Engine
 

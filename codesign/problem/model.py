@@ -1,11 +1,11 @@
-"""The validated problem: domain objects that the MILP and the evaluators read (built by ``spec``)."""
+"""The validated problem: domain objects that the MILP and the evaluators read (built by ``problem.load``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .endpoint import NPU, Engine
-from .topology import Topology
-from .workload.model import Workload
+from ..endpoint import NPU, Engine
+from ..topology import Topology
+from ..workload.model import Workload
 
 OBJECTIVES = ("iteration_time", "area", "power")
 #: Network orders: a dispatch policy, or ``optimize``: chosen by the solver with the design (order_solve.py).

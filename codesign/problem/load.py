@@ -2,25 +2,27 @@
 
 The file's sections: ``workload``, ``topology``, ``npu``, ``engine``, ``objective``, ``schedule``,
 ``solver`` (README: "Problem files" documents every key). Values with units are strings such as
-"25 GB/s", "4 MiB", "500 ns" (see ``units``); relative paths are relative to the problem file.
+"25 GB/s", "4 MiB", "500 ns" (see ``spec.units``); relative paths are relative to the problem file. The
+readers of keys and values are ``spec.readers``; this module is the problem file's sections.
 """
 from __future__ import annotations
 
 import difflib
 import inspect
-import math
 from pathlib import Path
 from typing import Any, Callable
 
-from . import units as U
-from .endpoint import ENGINE_KINDS, NPU, Engine, Option
-from .errors import SpecError
-from .problem import OBJECTIVES, ORDERS, Objective, Problem, ScheduleSpec, SolverSpec
-from .topology import ALGORITHMS, KINDS, Dim, Topology
-from .workload.astra import astra_to_workload, parse_astra_workload
-from .workload.gnmt import gnmt
-from .workload.model import COLLECTIVES, PARALLELISMS, Comm, Compute, Layer, Workload
-from .yamlfile import YList, YMap, load_yaml
+from ..endpoint import ENGINE_KINDS, NPU, Engine, Option
+from ..errors import SpecError
+from ..spec import units as U
+from ..spec.readers import (Ctx, boolean, choice, items, join_path, kind_of, line_of, number, quantity, section,
+                            text)
+from ..spec.yamlfile import YMap, load_yaml
+from ..topology import ALGORITHMS, KINDS, Dim, Topology
+from ..workload.astra import astra_to_workload, parse_astra_workload
+from ..workload.gnmt import gnmt
+from ..workload.model import COLLECTIVES, PARALLELISMS, Comm, Compute, Layer, Workload
+from .model import OBJECTIVES, ORDERS, Objective, Problem, ScheduleSpec, SolverSpec
 
 # Per engine resource: the key of an option's value, its unit dimension (None: a plain number), its bounds.
 #: Models built from their architecture in code (``workload: {builder: NAME, args: {...}}``).
@@ -30,130 +32,6 @@ OPTION_VALUE = {
     "sram": ("size", U.BYTES), "alu": ("rate", U.BYTES_PER_S), "dma": ("bandwidth", U.BYTES_PER_S),
     "comm_cores": ("cores", None), "comm_hbm_share": ("share", None),
 }
-
-
-class Ctx:
-    """The file being read, for error messages, and its folder, for relative paths."""
-
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.dir = Path(file).resolve().parent
-
-    def error(self, path: str, msg: str, line: int | None = None) -> SpecError:
-        return SpecError(msg, file=self.file, path=path, line=line)
-
-
-def _line(parent: Any, key: Any) -> int | None:
-    if isinstance(parent, YMap):
-        return parent.line_of(key)
-    if isinstance(parent, YList) and isinstance(key, int):
-        return parent.line_of(key)
-    return getattr(parent, "line", None)
-
-
-def _join(path: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else key
-
-
-def section(ctx: Ctx, obj: Any, path: str, allowed: tuple[str, ...], required: tuple[str, ...] = (),
-            parent: Any = None, key: Any = None) -> YMap:
-    """Check that ``obj`` is a mapping with only ``allowed`` keys and every ``required`` one."""
-    if not isinstance(obj, dict):
-        raise ctx.error(path or "(top level)", f"expected a mapping with keys {', '.join(allowed)}, "
-                        f"got {_kind(obj)}", _line(parent, key))
-    for k in obj:
-        if k not in allowed:
-            near = difflib.get_close_matches(str(k), allowed, n=1, cutoff=0.6)
-            hint = f"; did you mean {near[0]!r}?" if near else f"; valid keys: {', '.join(allowed)}"
-            raise ctx.error(_join(path, str(k)), f"unknown key {k!r}{hint}", _line(obj, k))
-    for k in required:
-        if k not in obj:
-            raise ctx.error(_join(path, k), f"missing required key {k!r}", getattr(obj, "line", None))
-    return obj  # type: ignore[return-value]
-
-
-def _kind(obj: Any) -> str:
-    if obj is None:
-        return "nothing (null)"
-    return {dict: "a mapping", YMap: "a mapping", list: "a list", YList: "a list", str: f"the text {obj!r}",
-            bool: f"the boolean {obj}", int: f"the number {obj}", float: f"the number {obj}"}.get(type(obj), type(obj).__name__)
-
-
-def quantity(ctx: Ctx, m: YMap, key: str, path: str, dim: U.Dimension, *, positive: bool = True,
-             allow_zero: bool = False, default: Any = None) -> float:
-    """A value with a unit, checked > 0 (or >= 0 with ``allow_zero``)."""
-    if key not in m:
-        if default is None:
-            raise ctx.error(_join(path, key), "missing required key", getattr(m, "line", None))
-        return float(default)
-    p = _join(path, key)
-    try:
-        v = U.parse_quantity(m[key], dim)
-    except U.UnitError as e:
-        raise ctx.error(p, str(e), _line(m, key)) from None
-    if positive and (v < 0 or (v == 0 and not allow_zero)):
-        raise ctx.error(p, f"expected {dim.name} {'>= 0' if allow_zero else '> 0'}, got {m[key]!r}", _line(m, key))
-    return v
-
-
-def number(ctx: Ctx, value: Any, path: str, line: int | None, *, lo: float | None = None,
-           hi: float | None = None, integer: bool = False, lo_open: bool = False) -> float:
-    """A plain number in [lo, hi] (or (lo, hi] with ``lo_open``), optionally a whole number."""
-    what = "a whole number" if integer else "a number"
-    if isinstance(value, str):
-        try:  # YAML 1.1 reads 1e-4 (no dot) as text; a user means the number
-            value = float(value) if any(c in value for c in ".eE") else int(value)
-        except ValueError:
-            pass
-    try:
-        finite = isinstance(value, (int, float)) and math.isfinite(value)
-    except OverflowError:
-        finite = False
-    if isinstance(value, bool) or not finite:
-        raise ctx.error(path, f"expected {what}, got {_kind(value)}", line)
-    if integer and value != int(value):
-        raise ctx.error(path, f"expected {what}, got {value}", line)
-    if lo is not None and (value < lo or (lo_open and value == lo)):
-        raise ctx.error(path, f"expected {what} {'>' if lo_open else '>='} {lo:g}, got {value}", line)
-    if hi is not None and value > hi:
-        raise ctx.error(path, f"expected {what} <= {hi:g}, got {value}", line)
-    return float(value)
-
-
-def choice(ctx: Ctx, m: YMap, key: str, path: str, options: tuple[str, ...], default: str | None = None) -> str:
-    if key not in m:
-        if default is None:
-            raise ctx.error(_join(path, key), f"missing required key; expected one of {', '.join(options)}",
-                            getattr(m, "line", None))
-        return default
-    v = m[key]
-    if not isinstance(v, str) or v not in options:
-        near = difflib.get_close_matches(str(v), options, n=1, cutoff=0.5)
-        hint = f"; did you mean {near[0]!r}?" if near else ""
-        raise ctx.error(_join(path, key), f"expected one of {', '.join(options)}, got {_kind(v)}{hint}", _line(m, key))
-    return v
-
-
-def text(ctx: Ctx, m: YMap, key: str, path: str, default: str = "") -> str:
-    if key not in m:
-        return default
-    if not isinstance(m[key], str):
-        raise ctx.error(_join(path, key), f"expected text, got {_kind(m[key])}", _line(m, key))
-    return m[key]
-
-
-def items(ctx: Ctx, m: YMap, key: str, path: str, *, allow_empty: bool = False) -> YList:
-    p = _join(path, key)
-    if key not in m:
-        raise ctx.error(p, "missing required key", getattr(m, "line", None))
-    v = m[key]
-    if not isinstance(v, list):
-        raise ctx.error(p, f"expected a list, got {_kind(v)}", _line(m, key))
-    if not v and not allow_empty:
-        raise ctx.error(p, "expected a non-empty list", _line(m, key))
-    return v  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------- workload
@@ -187,12 +65,12 @@ def _comm(ctx: Ctx, v: Any, path: str, line: int | None, ndims: int) -> Comm | N
     if "dims" in m and m["dims"] != "all":
         dl = m["dims"]
         if not isinstance(dl, list) or not dl:
-            raise ctx.error(_join(path, "dims"), f"expected 'all' or a non-empty list of dimension indices, "
-                            f"got {_kind(dl)}", _line(m, "dims"))
-        dims = tuple(int(number(ctx, d, f"{_join(path, 'dims')}[{i}]", _line(dl, i), lo=0, hi=ndims - 1,
+            raise ctx.error(join_path(path, "dims"), f"expected 'all' or a non-empty list of dimension indices, "
+                            f"got {kind_of(dl)}", line_of(m, "dims"))
+        dims = tuple(int(number(ctx, d, f"{join_path(path, 'dims')}[{i}]", line_of(dl, i), lo=0, hi=ndims - 1,
                                 integer=True)) for i, d in enumerate(dl))
         if len(set(dims)) != len(dims):
-            raise ctx.error(_join(path, "dims"), "a dimension is listed twice", _line(m, "dims"))
+            raise ctx.error(join_path(path, "dims"), "a dimension is listed twice", line_of(m, "dims"))
     return Comm(coll, nbytes, dims)
 
 
@@ -200,23 +78,23 @@ def _built(ctx: Ctx, m: YMap) -> Workload:
     """``workload: {builder: NAME, args: {...}}``: a model built from its architecture in code."""
     for k in ("astra", "layers", "parallelism", "last_bottom_layer", "clock"):
         if k in m:
-            raise ctx.error(_join("workload", k), "not allowed with 'builder' (the builder sets it)", _line(m, k))
+            raise ctx.error(join_path("workload", k), "not allowed with 'builder' (the builder sets it)", line_of(m, k))
     name = choice(ctx, m, "builder", "workload", tuple(BUILDERS))
     fn = BUILDERS[name]
     args = m.get("args", {}) or {}
     if not isinstance(args, dict):
-        raise ctx.error("workload.args", f"expected a mapping of {name}'s arguments, got {_kind(args)}",
-                        _line(m, "args"))
+        raise ctx.error("workload.args", f"expected a mapping of {name}'s arguments, got {kind_of(args)}",
+                        line_of(m, "args"))
     params = [p for p in inspect.signature(fn).parameters]
     for k in args:
         if k not in params:
             near = difflib.get_close_matches(str(k), params, n=1, cutoff=0.6)
             hint = f"; did you mean {near[0]!r}?" if near else f"; valid: {', '.join(params)}"
-            raise ctx.error(f"workload.args.{k}", f"{name} has no argument {k!r}{hint}", _line(args, k))
+            raise ctx.error(f"workload.args.{k}", f"{name} has no argument {k!r}{hint}", line_of(args, k))
     try:
         return fn(**args)
     except (TypeError, ValueError) as e:
-        raise ctx.error("workload.args", f"{name}: {e}", _line(m, "args")) from None
+        raise ctx.error("workload.args", f"{name}: {e}", line_of(m, "args")) from None
 
 
 def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
@@ -226,18 +104,18 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
     if "builder" in m:
         return _built(ctx, m)
     if "args" in m:
-        raise ctx.error("workload.args", "'args' goes with 'builder'", _line(m, "args"))
+        raise ctx.error("workload.args", "'args' goes with 'builder'", line_of(m, "args"))
     if "astra" in m:
         for k in ("parallelism", "layers", "last_bottom_layer"):
             if k in m:
-                raise ctx.error(_join(path, k), "not allowed with 'astra' (the ASTRA-sim file sets it)", _line(m, k))
+                raise ctx.error(join_path(path, k), "not allowed with 'astra' (the ASTRA-sim file sets it)", line_of(m, k))
         src = m["astra"]
         if not isinstance(src, str):
-            raise ctx.error("workload.astra", f"expected a file path, got {_kind(src)}", _line(m, "astra"))
+            raise ctx.error("workload.astra", f"expected a file path, got {kind_of(src)}", line_of(m, "astra"))
         clock = quantity(ctx, m, "clock", path, U.HERTZ, default=1e9)
         wpath = (ctx.dir / src)
         if not wpath.exists():
-            raise ctx.error("workload.astra", f"workload file {src!r} not found (looked in {ctx.dir})", _line(m, "astra"))
+            raise ctx.error("workload.astra", f"workload file {src!r} not found (looked in {ctx.dir})", line_of(m, "astra"))
         aw = parse_astra_workload(wpath)
         return astra_to_workload(aw, cycle_s=1.0 / clock, name=text(ctx, m, "name", path) or wpath.stem)
     if "layers" not in m:
@@ -252,31 +130,31 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
                                    "input_grad_comm", "weight_grad_comm", "update"), ("name",), lst, i)
         name = text(ctx, lm, "name", lp)
         if not name:
-            raise ctx.error(_join(lp, "name"), "expected a non-empty name", getattr(lm, "line", None))
+            raise ctx.error(join_path(lp, "name"), "expected a non-empty name", getattr(lm, "line", None))
         if name in names:
-            raise ctx.error(_join(lp, "name"), f"layer name {name!r} is used twice", _line(lm, "name"))
+            raise ctx.error(join_path(lp, "name"), f"layer name {name!r} is used twice", line_of(lm, "name"))
         names.add(name)
         layers.append(Layer(
             name=name,
-            forward=_compute(ctx, lm.get("forward"), _join(lp, "forward"), _line(lm, "forward")),
-            input_grad=_compute(ctx, lm.get("input_grad"), _join(lp, "input_grad"), _line(lm, "input_grad")),
-            weight_grad=_compute(ctx, lm.get("weight_grad"), _join(lp, "weight_grad"), _line(lm, "weight_grad")),
-            forward_comm=_comm(ctx, lm.get("forward_comm"), _join(lp, "forward_comm"), _line(lm, "forward_comm"), ndims),
-            input_grad_comm=_comm(ctx, lm.get("input_grad_comm"), _join(lp, "input_grad_comm"),
-                                  _line(lm, "input_grad_comm"), ndims),
-            weight_grad_comm=_comm(ctx, lm.get("weight_grad_comm"), _join(lp, "weight_grad_comm"),
-                                   _line(lm, "weight_grad_comm"), ndims),
+            forward=_compute(ctx, lm.get("forward"), join_path(lp, "forward"), line_of(lm, "forward")),
+            input_grad=_compute(ctx, lm.get("input_grad"), join_path(lp, "input_grad"), line_of(lm, "input_grad")),
+            weight_grad=_compute(ctx, lm.get("weight_grad"), join_path(lp, "weight_grad"), line_of(lm, "weight_grad")),
+            forward_comm=_comm(ctx, lm.get("forward_comm"), join_path(lp, "forward_comm"), line_of(lm, "forward_comm"), ndims),
+            input_grad_comm=_comm(ctx, lm.get("input_grad_comm"), join_path(lp, "input_grad_comm"),
+                                  line_of(lm, "input_grad_comm"), ndims),
+            weight_grad_comm=_comm(ctx, lm.get("weight_grad_comm"), join_path(lp, "weight_grad_comm"),
+                                   line_of(lm, "weight_grad_comm"), ndims),
             update_s=quantity(ctx, lm, "update", lp, U.SECONDS, allow_zero=True, default=0.0)))
     if layers[0].input_grad_comm is not None and par != "hybrid_dlrm":
         raise ctx.error("workload.layers[0].input_grad_comm", "the first layer computes no input gradient, so it "
                         "issues no input-gradient collective (only hybrid_dlrm's embedding does)",
-                        _line(lst[0], "input_grad_comm"))
+                        line_of(lst[0], "input_grad_comm"))
     last_bottom = None
     if par == "hybrid_dlrm":
         if "last_bottom_layer" not in m:
             raise ctx.error("workload.last_bottom_layer", "hybrid_dlrm needs the 0-based index of the last "
                             "bottom-MLP layer", getattr(m, "line", None))
-        b = int(number(ctx, m["last_bottom_layer"], "workload.last_bottom_layer", _line(m, "last_bottom_layer"),
+        b = int(number(ctx, m["last_bottom_layer"], "workload.last_bottom_layer", line_of(m, "last_bottom_layer"),
                        lo=0, hi=len(layers) - 2, integer=True))
         last_bottom = b + 1
     return Workload(name=text(ctx, m, "name", path) or Path(ctx.file).stem, parallelism=par,
@@ -294,15 +172,15 @@ def topology(ctx: Ctx, t: Any, top: YMap) -> Topology:
         dm = section(ctx, dv, p, ("name", "kind", "size", "links", "bandwidth", "latency", "algorithm"),
                      ("kind", "size", "bandwidth"), lst, i)
         kind = choice(ctx, dm, "kind", p, KINDS)
-        size = int(number(ctx, dm.get("size"), _join(p, "size"), _line(dm, "size"), integer=True, lo=0))
+        size = int(number(ctx, dm.get("size"), join_path(p, "size"), line_of(dm, "size"), integer=True, lo=0))
         if size <= 1:
-            raise ctx.error(_join(p, "size"), f"a dimension needs at least 2 NPUs for its collectives to have "
-                            f"peers, got {size}", _line(dm, "size"))
-        links = int(number(ctx, dm.get("links", 1), _join(p, "links"), _line(dm, "links"), integer=True, lo=1))
+            raise ctx.error(join_path(p, "size"), f"a dimension needs at least 2 NPUs for its collectives to have "
+                            f"peers, got {size}", line_of(dm, "size"))
+        links = int(number(ctx, dm.get("links", 1), join_path(p, "links"), line_of(dm, "links"), integer=True, lo=1))
         algo = choice(ctx, dm, "algorithm", p, ALGORITHMS, default="") if "algorithm" in dm else ""
         if algo == "halving_doubling" and size & (size - 1):
-            raise ctx.error(_join(p, "algorithm"), f"halving_doubling needs a power-of-two size, got {size}",
-                            _line(dm, "algorithm"))
+            raise ctx.error(join_path(p, "algorithm"), f"halving_doubling needs a power-of-two size, got {size}",
+                            line_of(dm, "algorithm"))
         dims.append(Dim(name=text(ctx, dm, "name", p, default=f"dim{i}"), kind=kind, size=size, links=links,
                         link_bandwidth=quantity(ctx, dm, "bandwidth", p, U.BYTES_PER_S),
                         latency=quantity(ctx, dm, "latency", p, U.SECONDS, allow_zero=True, default=0.0),
@@ -319,10 +197,10 @@ def npu(ctx: Ctx, n: Any, top: YMap) -> NPU:
     return NPU(
         compute_flops=quantity(ctx, m, "compute", "npu", U.FLOP_PER_S, default=d.compute_flops),
         hbm_bandwidth=quantity(ctx, m, "hbm_bandwidth", "npu", U.BYTES_PER_S, default=d.hbm_bandwidth),
-        cores=int(number(ctx, m.get("cores", d.cores), "npu.cores", _line(m, "cores"), integer=True, lo=1)),
+        cores=int(number(ctx, m.get("cores", d.cores), "npu.cores", line_of(m, "cores"), integer=True, lo=1)),
         core_reduce_rate=quantity(ctx, m, "core_reduce_rate", "npu", U.BYTES_PER_S, default=d.core_reduce_rate),
         compute_hbm_utilization=number(ctx, m.get("compute_hbm_utilization", d.compute_hbm_utilization),
-                                       "npu.compute_hbm_utilization", _line(m, "compute_hbm_utilization"), lo=0, hi=1))
+                                       "npu.compute_hbm_utilization", line_of(m, "compute_hbm_utilization"), lo=0, hi=1))
 
 
 # ---------------------------------------------------------------- engine
@@ -352,17 +230,17 @@ def _options(ctx: Ctx, m: YMap, resource: str, n: NPU) -> tuple[Option, ...]:
     if isinstance(v, dict):  # one option written as a mapping, not in a list
         return (_option(ctx, resource, v, p, m, resource, n),)
     if not isinstance(v, list):
-        return (Option(_option_value(ctx, resource, v, p, _line(m, resource), n)),)
+        return (Option(_option_value(ctx, resource, v, p, line_of(m, resource), n)),)
     if not v:
         raise ctx.error(p, f"empty design space: list at least one option (e.g. {{{key}: ..., area: ..., power: ...}})",
-                        _line(m, resource))
+                        line_of(m, resource))
     out = []
     for i, ov in enumerate(v):
         op = f"{p}[{i}]"
         if isinstance(ov, dict):
             out.append(_option(ctx, resource, ov, op, v, i, n))
         else:
-            out.append(Option(_option_value(ctx, resource, ov, op, _line(v, i), n)))
+            out.append(Option(_option_value(ctx, resource, ov, op, line_of(v, i), n)))
     return tuple(out)
 
 
@@ -370,7 +248,7 @@ def _option(ctx: Ctx, resource: str, ov: Any, op: str, parent: Any, key: Any, n:
     """One option written as a mapping: its value under the resource's key, area and power."""
     vkey, _ = OPTION_VALUE[resource]
     om = section(ctx, ov, op, (vkey, "area", "power"), (vkey,), parent, key)
-    return Option(_option_value(ctx, resource, om[vkey], _join(op, vkey), _line(om, vkey), n),
+    return Option(_option_value(ctx, resource, om[vkey], join_path(op, vkey), line_of(om, vkey), n),
                   quantity(ctx, om, "area", op, U.AREA_MM2, allow_zero=True, default=0.0),
                   quantity(ctx, om, "power", op, U.WATTS, allow_zero=True, default=0.0))
 
@@ -378,12 +256,12 @@ def _option(ctx: Ctx, resource: str, ov: Any, op: str, parent: Any, key: Any, n:
 def engine(ctx: Ctx, e: Any, n: NPU, top: YMap) -> Engine:
     p = "engine"
     if not isinstance(e, dict):
-        raise ctx.error(p, f"expected a mapping with 'type: baseline | ace | ideal', got {_kind(e)}", _line(top, "engine"))
+        raise ctx.error(p, f"expected a mapping with 'type: baseline | ace | ideal', got {kind_of(e)}", line_of(top, "engine"))
     if "type" not in e:
         near = difflib.get_close_matches("type", [str(k) for k in e], n=1, cutoff=0.6)
         hint = f" ({near[0]!r} is there: a typo?)" if near else ""
         raise ctx.error("engine.type", f"missing required key; expected one of {', '.join(ENGINE_KINDS)}{hint}",
-                        _line(e, near[0]) if near else getattr(e, "line", None))
+                        line_of(e, near[0]) if near else getattr(e, "line", None))
     kind = choice(ctx, e, "type", p, ENGINE_KINDS)
     common = ("type", "endpoint_delay", "area_budget", "power_budget", "fixed_area", "fixed_power")
     per_kind = {"baseline": ("comm_cores", "comm_hbm_share", "hbm_per_reduce_byte", "hbm_per_copy_byte"),
@@ -392,7 +270,7 @@ def engine(ctx: Ctx, e: Any, n: NPU, top: YMap) -> Engine:
     resources = {r: _options(ctx, m, r, n) for r in per_kind if r in OPTION_VALUE}
 
     def coeff(k: str, default: float) -> float:
-        return number(ctx, m.get(k, default), _join(p, k), _line(m, k), lo=0)
+        return number(ctx, m.get(k, default), join_path(p, k), line_of(m, k), lo=0)
 
     return Engine(
         kind=kind, resources=resources,
@@ -423,7 +301,7 @@ def schedule(ctx: Ctx, s: Any, top: YMap) -> ScheduleSpec:
         return ScheduleSpec()
     m = section(ctx, s, "schedule", ("order", "chunks", "overlap"), parent=top, key="schedule")
     return ScheduleSpec(order=choice(ctx, m, "order", "schedule", ORDERS, default="lifo"),
-                        chunks=int(number(ctx, m.get("chunks", 1), "schedule.chunks", _line(m, "chunks"),
+                        chunks=int(number(ctx, m.get("chunks", 1), "schedule.chunks", line_of(m, "chunks"),
                                           integer=True, lo=1, hi=1024)),
                         overlap=boolean(ctx, m, "overlap", "schedule", True))
 
@@ -437,17 +315,10 @@ def solver_settings(ctx: Ctx, s: Any, base: SolverSpec, path: str = "solver", to
     return SolverSpec(
         profile=base.profile,
         time_limit_s=quantity(ctx, m, "time_limit", path, U.SECONDS, default=base.time_limit_s),
-        mip_gap=number(ctx, m.get("gap", base.mip_gap), _join(path, "gap"), _line(m, "gap"), lo=0, hi=1),
-        threads=int(number(ctx, m.get("threads", base.threads), _join(path, "threads"), _line(m, "threads"),
+        mip_gap=number(ctx, m.get("gap", base.mip_gap), join_path(path, "gap"), line_of(m, "gap"), lo=0, hi=1),
+        threads=int(number(ctx, m.get("threads", base.threads), join_path(path, "threads"), line_of(m, "threads"),
                            integer=True, lo=1, hi=256)),
         presolve=boolean(ctx, m, "presolve", path, base.presolve))
-
-
-def boolean(ctx: Ctx, m: YMap, key: str, path: str, default: bool) -> bool:
-    v = m.get(key, default)
-    if not isinstance(v, bool):
-        raise ctx.error(_join(path, key), f"expected true or false, got {_kind(v)}", _line(m, key))
-    return v
 
 
 def find_profile(name: str, start: Path) -> Path | None:
@@ -466,14 +337,14 @@ def solver(ctx: Ctx, s: Any, override_profile: str | None = None, top: Any = Non
     if name is None and isinstance(s, dict) and "profile" in s:
         name = s["profile"]
         if not isinstance(name, str):
-            raise ctx.error("solver.profile", f"expected a profile name, got {_kind(name)}", _line(s, "profile"))
+            raise ctx.error("solver.profile", f"expected a profile name, got {kind_of(name)}", line_of(s, "profile"))
     base = SolverSpec()
     if name is not None:
         prof = find_profile(name, ctx.dir)
         if prof is None:
             raise ctx.error("solver.profile", f"no solver profile {name!r}: looked for solvers/{name}.yaml beside "
                             "the problem, in the folders above it and in the working folder",
-                            _line(s, "profile") if isinstance(s, dict) else None)
+                            line_of(s, "profile") if isinstance(s, dict) else None)
         pctx = Ctx(str(prof))
         base = solver_settings(pctx, load_yaml(prof), SolverSpec(profile=name), path="")
     return solver_settings(ctx, s, base, top=top)

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from .errors import SpecError
+from ..errors import SpecError
 
 
 class YMap(dict):

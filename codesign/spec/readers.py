@@ -1,0 +1,147 @@
+"""The validation toolkit of the problem file: readers of keys and values that check what they read.
+
+Each reader takes the file's context (``Ctx``), the mapping, the key and its key path, and returns the value
+or raises a SpecError naming the file, the key path, the line and what was expected. The readers know no
+section of the problem file; ``codesign.problem.load`` builds its sections from them.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError
+from . import units as U
+from .yamlfile import YList, YMap
+
+
+class Ctx:
+    """The file being read, for error messages, and its folder, for relative paths."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.dir = Path(file).resolve().parent
+
+    def error(self, path: str, msg: str, line: int | None = None) -> SpecError:
+        return SpecError(msg, file=self.file, path=path, line=line)
+
+
+def line_of(parent: Any, key: Any) -> int | None:
+    if isinstance(parent, YMap):
+        return parent.line_of(key)
+    if isinstance(parent, YList) and isinstance(key, int):
+        return parent.line_of(key)
+    return getattr(parent, "line", None)
+
+
+def join_path(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def section(ctx: Ctx, obj: Any, path: str, allowed: tuple[str, ...], required: tuple[str, ...] = (),
+            parent: Any = None, key: Any = None) -> YMap:
+    """Check that ``obj`` is a mapping with only ``allowed`` keys and every ``required`` one."""
+    if not isinstance(obj, dict):
+        raise ctx.error(path or "(top level)", f"expected a mapping with keys {', '.join(allowed)}, "
+                        f"got {kind_of(obj)}", line_of(parent, key))
+    for k in obj:
+        if k not in allowed:
+            near = difflib.get_close_matches(str(k), allowed, n=1, cutoff=0.6)
+            hint = f"; did you mean {near[0]!r}?" if near else f"; valid keys: {', '.join(allowed)}"
+            raise ctx.error(join_path(path, str(k)), f"unknown key {k!r}{hint}", line_of(obj, k))
+    for k in required:
+        if k not in obj:
+            raise ctx.error(join_path(path, k), f"missing required key {k!r}", getattr(obj, "line", None))
+    return obj  # type: ignore[return-value]
+
+
+def kind_of(obj: Any) -> str:
+    if obj is None:
+        return "nothing (null)"
+    return {dict: "a mapping", YMap: "a mapping", list: "a list", YList: "a list", str: f"the text {obj!r}",
+            bool: f"the boolean {obj}", int: f"the number {obj}", float: f"the number {obj}"}.get(type(obj), type(obj).__name__)
+
+
+def quantity(ctx: Ctx, m: YMap, key: str, path: str, dim: U.Dimension, *, positive: bool = True,
+             allow_zero: bool = False, default: Any = None) -> float:
+    """A value with a unit, checked > 0 (or >= 0 with ``allow_zero``)."""
+    if key not in m:
+        if default is None:
+            raise ctx.error(join_path(path, key), "missing required key", getattr(m, "line", None))
+        return float(default)
+    p = join_path(path, key)
+    try:
+        v = U.parse_quantity(m[key], dim)
+    except U.UnitError as e:
+        raise ctx.error(p, str(e), line_of(m, key)) from None
+    if positive and (v < 0 or (v == 0 and not allow_zero)):
+        raise ctx.error(p, f"expected {dim.name} {'>= 0' if allow_zero else '> 0'}, got {m[key]!r}", line_of(m, key))
+    return v
+
+
+def number(ctx: Ctx, value: Any, path: str, line: int | None, *, lo: float | None = None,
+           hi: float | None = None, integer: bool = False, lo_open: bool = False) -> float:
+    """A plain number in [lo, hi] (or (lo, hi] with ``lo_open``), optionally a whole number."""
+    what = "a whole number" if integer else "a number"
+    if isinstance(value, str):
+        try:  # YAML 1.1 reads 1e-4 (no dot) as text; a user means the number
+            value = float(value) if any(c in value for c in ".eE") else int(value)
+        except ValueError:
+            pass
+    try:
+        finite = isinstance(value, (int, float)) and math.isfinite(value)
+    except OverflowError:
+        finite = False
+    if isinstance(value, bool) or not finite:
+        raise ctx.error(path, f"expected {what}, got {kind_of(value)}", line)
+    if integer and value != int(value):
+        raise ctx.error(path, f"expected {what}, got {value}", line)
+    if lo is not None and (value < lo or (lo_open and value == lo)):
+        raise ctx.error(path, f"expected {what} {'>' if lo_open else '>='} {lo:g}, got {value}", line)
+    if hi is not None and value > hi:
+        raise ctx.error(path, f"expected {what} <= {hi:g}, got {value}", line)
+    return float(value)
+
+
+def choice(ctx: Ctx, m: YMap, key: str, path: str, options: tuple[str, ...], default: str | None = None) -> str:
+    if key not in m:
+        if default is None:
+            raise ctx.error(join_path(path, key), f"missing required key; expected one of {', '.join(options)}",
+                            getattr(m, "line", None))
+        return default
+    v = m[key]
+    if not isinstance(v, str) or v not in options:
+        near = difflib.get_close_matches(str(v), options, n=1, cutoff=0.5)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise ctx.error(join_path(path, key), f"expected one of {', '.join(options)}, got {kind_of(v)}{hint}", line_of(m, key))
+    return v
+
+
+def text(ctx: Ctx, m: YMap, key: str, path: str, default: str = "") -> str:
+    if key not in m:
+        return default
+    if not isinstance(m[key], str):
+        raise ctx.error(join_path(path, key), f"expected text, got {kind_of(m[key])}", line_of(m, key))
+    return m[key]
+
+
+def items(ctx: Ctx, m: YMap, key: str, path: str, *, allow_empty: bool = False) -> YList:
+    p = join_path(path, key)
+    if key not in m:
+        raise ctx.error(p, "missing required key", getattr(m, "line", None))
+    v = m[key]
+    if not isinstance(v, list):
+        raise ctx.error(p, f"expected a list, got {kind_of(v)}", line_of(m, key))
+    if not v and not allow_empty:
+        raise ctx.error(p, "expected a non-empty list", line_of(m, key))
+    return v  # type: ignore[return-value]
+
+
+def boolean(ctx: Ctx, m: YMap, key: str, path: str, default: bool) -> bool:
+    v = m.get(key, default)
+    if not isinstance(v, bool):
+        raise ctx.error(join_path(path, key), f"expected true or false, got {kind_of(v)}", line_of(m, key))
+    return v
