@@ -92,9 +92,9 @@ def run_flow_shop(p, time_limit: float) -> dict:
     """The flow-shop view at the serial optimum's design: the bound on any replay, LIFO's priorities,
     the serial sequence as priorities, priorities refined for ``time_limit`` s, and the simulator."""
     import codesign
-    from codesign.endpoint import design_of
     from codesign.milp.data import TIME_UNIT, model_data
     from codesign.milp.flowshop import bound_terms, flow_shop, list_schedule
+    from codesign.platform.endpoint import design_of
     from codesign.sim.replay import simulate
     t0 = time.perf_counter()
     s = codesign.solve(p, refine_s=time_limit)

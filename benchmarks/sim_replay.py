@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import codesign
-from codesign.endpoint import design_of
+from codesign.platform.endpoint import design_of
 from codesign.sim.replay import simulate
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,13 +14,13 @@ from typing import Callable
 
 import pyomo.environ as pyo
 
-from .costs import collective_time, compute_time
-from .endpoint import design_area_mm2, design_of, design_power_w
 from .errors import InfeasibleError, SolverError
 from .evaluate import Order, Replay, run_policy, run_sequence
 from .milp.data import TIME_UNIT, ModelData, model_data
 from .milp.highs import SolveStats, solve_model
 from .milp.model import build_model
+from .platform.costs import collective_time, compute_time
+from .platform.endpoint import design_area_mm2, design_of, design_power_w
 from .problem.model import Problem
 from .solution import ScheduledTask, Solution
 from .spec.units import SECONDS, format_quantity

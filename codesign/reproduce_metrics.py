@@ -24,10 +24,10 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from .collectives import phases
-from .costs import collective_demands, collective_time
-from .endpoint import Design
 from .iteration import build_iteration
+from .platform.collectives import phases
+from .platform.costs import collective_demands, collective_time
+from .platform.endpoint import Design
 from .problem.model import Problem
 from .sim.replay import SimResult, simulate
 from .solution import Solution

@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .endpoint import Design, design_of
 from .errors import SpecError
 from .evaluate import Order
+from .platform.endpoint import Design, design_of
 from .problem.model import Problem
 from .solution import DESIGN_KEYS
 

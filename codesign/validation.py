@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .bounds import LowerBound, lower_bound
-from .endpoint import design_of
+from .platform.endpoint import design_of
 from .problem.model import Problem
 from .sim.replay import SimResult, simulate
 from .solution import Solution

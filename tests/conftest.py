@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from codesign.endpoint import NPU, Engine, Option
+from codesign.platform.endpoint import NPU, Engine, Option
+from codesign.platform.topology import Dim, Topology
 from codesign.problem.model import Objective, Problem, ScheduleSpec, SolverSpec
-from codesign.topology import Dim, Topology
 from codesign.workload.model import Comm, Compute, Layer, Workload
 
 ROOT = Path(__file__).resolve().parent.parent

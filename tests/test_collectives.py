@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codesign.collectives import payload_bytes, phases
-from codesign.costs import collective_demands, collective_time
-from codesign.endpoint import NPU, Design, Engine, Option
-from codesign.topology import Dim, Topology
+from codesign.platform.collectives import payload_bytes, phases
+from codesign.platform.costs import collective_demands, collective_time
+from codesign.platform.endpoint import NPU, Design, Engine, Option
+from codesign.platform.topology import Dim, Topology
 from codesign.workload.model import Comm
 
 MiB = 2**20
@@ -132,7 +132,7 @@ def test_collective_never_faster_than_its_busiest_link(ss, S, k):
 def test_sram_interval_streams_oversize_chunks():
     """A chunk that fits resides for its traversal (Little: chunk * R / sram); one 4x larger than the SRAM
     streams through in 4 pieces: its bandwidth time once, its latency terms 4 times."""
-    from codesign.costs import sram_interval
+    from codesign.platform.costs import sram_interval
     t = Topology((Dim("d", "ring", 2, 1, 1e9, 1e-6),))
     e = Engine("ace", endpoint_delay_s=0.0)
     dem = collective_demands(Comm("all_reduce", 4e6), t, e, chunks=1)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from codesign import InfeasibleError, solve
-from codesign.endpoint import Engine, Option
+from codesign.platform.endpoint import Engine, Option
 from codesign.problem.model import Objective
 
 from conftest import ace, problem, ring2, two_layer_workload

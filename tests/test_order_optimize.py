@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 
 import codesign
 from codesign import InfeasibleError, SpecError, solve
-from codesign.endpoint import Engine
 from codesign.evaluate import run_policy, run_sequence
 from codesign.milp.data import model_data
 from codesign.milp.order_compare import simulate_orders
 from codesign.pipeline import durations
+from codesign.platform.endpoint import Engine
 from codesign.problem.model import Objective
 from codesign.report import diagnostics_text, order_comparison_lines, summary
 from codesign.workload.model import Comm, Compute, Layer, Workload
@@ -186,7 +186,7 @@ def test_optimize_rejects_extra_and_overlapping_iterations():
 # ------------------------------------------------------------------ the flow-shop relaxation and the simulator
 
 def torus(b0: float = 100e9, b1: float = 50e9):
-    from codesign.topology import Dim, Topology
+    from codesign.platform.topology import Dim, Topology
     return Topology((Dim("d0", "ring", 4, 1, b0, 1e-7), Dim("d1", "ring", 2, 1, b1, 1e-7)))
 
 
@@ -195,8 +195,8 @@ def torus(b0: float = 100e9, b1: float = 50e9):
        st.randoms(use_true_random=False))
 def test_no_replay_beats_the_flow_shop_bound(w, chunks, sram, alu, rnd):
     """Whatever the order (LIFO, FIFO, any priorities), the simulated period respects replay_bound."""
-    from codesign.endpoint import Design
     from codesign.milp.flowshop import replay_bound
+    from codesign.platform.endpoint import Design
     from codesign.sim.replay import simulate
     eng = ace([(100e9, 1.0)], alu=alu, sram=sram)
     p = problem(w, torus(), eng, chunks=chunks)
@@ -228,9 +228,9 @@ def timed_workloads(draw) -> Workload:
 def test_list_schedule_is_the_replay_without_endpoint_contention(w, chunks, rnd):
     """On the ideal engine nothing is shared but the links, so the flow shop's list schedule of a priority
     order is exactly the simulator's replay of it."""
-    from codesign.endpoint import Design
     from codesign.milp.data import TIME_UNIT
     from codesign.milp.flowshop import flow_shop, list_schedule
+    from codesign.platform.endpoint import Design
     from codesign.sim.replay import simulate
     p = problem(w, torus(), Engine("ideal"), chunks=chunks)
     design = Design("ideal", {})

@@ -7,12 +7,12 @@ from hypothesis import strategies as st
 
 import codesign
 from codesign.bounds import lower_bound
-from codesign.endpoint import Design, Engine, Option
 from codesign.evaluate import run_policy
-from codesign.pipeline import durations
 from codesign.milp.data import model_data
+from codesign.pipeline import durations
+from codesign.platform.endpoint import Design, Engine, Option
+from codesign.platform.topology import Dim, Topology
 from codesign.sim.replay import simulate
-from codesign.topology import Dim, Topology
 from codesign.validation import validate
 from codesign.workload.model import Comm, Compute, Layer, Workload
 
@@ -102,7 +102,7 @@ def _scaled(w: Workload, topo: Topology, eng: Engine, design: Design, f: float):
 @given(workloads(), topologies(), engines(), st.integers(1, 4), st.floats(1.5, 8.0))
 def test_a_platform_f_times_faster_iterates_f_times_faster(w, topo, ed, chunks, f):
     eng, design = ed
-    from codesign.endpoint import NPU
+    from codesign.platform.endpoint import NPU
     npu = NPU(hbm_bandwidth=900e9, cores=80, core_reduce_rate=25e9, compute_hbm_utilization=0.5)
     fast_npu = NPU(hbm_bandwidth=900e9 * f, cores=80, core_reduce_rate=25e9 * f, compute_hbm_utilization=0.5)
     base = simulate(problem(w, topo, eng, npu=npu, chunks=chunks), design, iterations=6).period_s
@@ -226,9 +226,9 @@ def test_validation_flags_collectives_overlapping_across_dimensions():
 @given(topologies(), engines(), st.integers(1, 4), mb)
 def test_a_lone_chunk_phase_takes_the_milps_phase_time(topo, ed, chunks, nbytes):
     """The replay and the MILP must read one cost model: a chunk-phase alone on the endpoint takes
-    exactly the MILP's phase_time, max(link, each endpoint resource) from costs.py."""
-    from codesign.costs import collective_demands, endpoint_rates, phase_resource_times
-    from codesign.sim.endpoint_model import Pools, alone_rate, phase_work
+    exactly the MILP's phase_time, max(link, each endpoint resource) from platform/costs.py."""
+    from codesign.platform.costs import collective_demands, endpoint_rates, phase_resource_times
+    from codesign.platform.pools import Pools, alone_rate, phase_work
     eng, design = ed
     dem = collective_demands(Comm("all_reduce", nbytes), topo, eng, chunks)
     pools = Pools.of(eng, problem(Workload("w", "data", ()), topo, eng).npu, design)

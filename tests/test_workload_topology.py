@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from codesign.iteration import build_iteration
-from codesign.topology import Dim, Topology
+from codesign.platform.topology import Dim, Topology
 from codesign.workload import load_astra_workload, parse_astra_workload
 
 from conftest import ROOT

@@ -38,12 +38,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..bounds import LowerBound
-from ..costs import collective_demands, compute_time_terms
-from ..endpoint import Design
 from ..iteration import build_iteration
+from ..platform.costs import collective_demands, compute_time_terms
+from ..platform.endpoint import Design
+from ..platform.pools import Pools, phase_rates, phase_work, sram_need
 from ..problem.model import Problem
-from ..sim.endpoint_model import Pools, phase_rates, phase_work
-from ..sim.replay import sram_need
 from .data import TIME_UNIT
 from .order_data import Instance, horn_bound, instance, separable
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..endpoint import design_of
+from ..platform.endpoint import design_of
 from ..problem.model import Problem
 from ..solution import Solution
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..costs import collective_time, compute_time
-from ..endpoint import design_area_mm2, design_of, design_power_w
 from ..iteration import Iteration
+from ..platform.costs import collective_time, compute_time
+from ..platform.endpoint import design_area_mm2, design_of, design_power_w
 from .data import TIME_UNIT, ModelData
 
 

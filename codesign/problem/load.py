@@ -12,13 +12,13 @@ import inspect
 from pathlib import Path
 from typing import Any, Callable
 
-from ..endpoint import ENGINE_KINDS, NPU, Engine, Option
 from ..errors import SpecError
+from ..platform.endpoint import ENGINE_KINDS, NPU, Engine, Option
+from ..platform.topology import ALGORITHMS, KINDS, Dim, Topology
 from ..spec import units as U
 from ..spec.readers import (Ctx, boolean, choice, items, join_path, kind_of, line_of, number, quantity, section,
                             text)
 from ..spec.yamlfile import YMap, load_yaml
-from ..topology import ALGORITHMS, KINDS, Dim, Topology
 from ..workload.astra import astra_to_workload, parse_astra_workload
 from ..workload.gnmt import gnmt
 from ..workload.model import COLLECTIVES, PARALLELISMS, Comm, Compute, Layer, Workload

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..endpoint import NPU, Engine
-from ..topology import Topology
+from ..platform.endpoint import NPU, Engine
+from ..platform.topology import Topology
 from ..workload.model import Workload
 
 OBJECTIVES = ("iteration_time", "area", "power")

@@ -17,24 +17,17 @@ import math
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
 
-from ..collectives import phases
-from ..costs import collective_demands, compute_time_terms
-from ..endpoint import Design
 from ..evaluate import Order
 from ..iteration import build_iteration
+from ..platform.collectives import phases
+from ..platform.costs import collective_demands, compute_time_terms
+from ..platform.endpoint import Design
+from ..platform.pools import PhaseWork, Pools, alone_rate, compute_rate, phase_rates, phase_work, sram_need
 from ..problem.model import Problem
-from .endpoint_model import PhaseWork, Pools, alone_rate, compute_rate, phase_rates, phase_work
 from .engine import Engine
 
 INF = float("inf")
 EPS = 1e-12
-
-
-def sram_need(chunk_bytes: float, sram_bytes: float) -> float:
-    """SRAM a chunk holds while in flight: itself, or all of the SRAM for a chunk larger than it, which
-    streams through and so waits for the SRAM to be empty. (Cutting such chunks smaller instead would
-    make a bigger SRAM mean fewer chunks and less pipelining: slower, which no engine would choose.)"""
-    return min(chunk_bytes, sram_bytes)
 
 
 @dataclass

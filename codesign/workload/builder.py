@@ -2,7 +2,7 @@
 
 Each method adds one layer and derives, from its shape, the work of its three compute tasks (forward,
 input gradient, weight gradient) as FLOPs plus HBM bytes (the NPU's roofline turns them into seconds,
-``costs.compute_time_terms``) and the bytes of its weight-gradient all-reduce.
+``platform.costs.compute_time_terms``) and the bytes of its weight-gradient all-reduce.
 
 Conventions (every formula below follows them):
 - a multiply-add is 2 FLOPs; an add, a multiply, a comparison or a transcendental (exp, tanh, sigmoid) is 1;

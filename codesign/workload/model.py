@@ -1,7 +1,7 @@
 """The workload: a training iteration's layers, their compute and their communication.
 
 A layer's compute is given either as a time measured at the full NPU (all cores, all HBM bandwidth),
-or as FLOPs and HBM bytes, which the NPU's roofline turns into a time (see ``costs.compute_time``).
+or as FLOPs and HBM bytes, which the NPU's roofline turns into a time (see ``platform.costs.compute_time``).
 Communication is a collective with a size in bytes, over some or all network dimensions.
 Collective sizes follow one convention everywhere: ``bytes`` is the per-NPU size of the full buffer
 (all-reduce: input = output = bytes; reduce-scatter: input bytes, output bytes/P; all-gather: input
@@ -10,8 +10,10 @@ bytes/P, output bytes; all-to-all: input = output = bytes).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import networkx as nx
+if TYPE_CHECKING:
+    import networkx as nx
 
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 PARALLELISMS = ("data", "model", "hybrid_data_model", "hybrid_model_data", "hybrid_dlrm", "micro")
@@ -80,6 +82,8 @@ class Workload:
 
     def graph(self) -> nx.DiGraph:
         """The layer graph: a node per layer (attribute ``layer``), edges in forward data-flow order."""
+        import networkx as nx
+
         g = nx.DiGraph(name=self.name, parallelism=self.parallelism)
         for i, layer in enumerate(self.layers):
             g.add_node(layer.name, index=i, layer=layer)

@@ -11,8 +11,10 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import networkx as nx
+if TYPE_CHECKING:
+    import networkx as nx
 
 KINDS = ("ring", "fully_connected", "switch")
 ALGORITHMS = ("ring", "direct", "halving_doubling")
@@ -64,6 +66,8 @@ class Topology:
     def graph(self) -> nx.MultiGraph:
         """The physical graph: nodes are NPU coordinate tuples (or ``("switch", d, group)`` nodes);
         edges carry ``dim``, ``bandwidth`` (bytes/s, all parallel links of that edge) and ``latency``."""
+        import networkx as nx
+
         g = nx.MultiGraph(name=f"{self.shape} network")
         coords = list(itertools.product(*(range(d.size) for d in self.dims)))
         g.add_nodes_from(coords)

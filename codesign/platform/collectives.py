@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..workload.model import Comm
 from .topology import Dim, Topology
-from .workload.model import Comm
 
 
 @dataclass(frozen=True)

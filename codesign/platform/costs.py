@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..workload.model import Comm, Compute
 from .collectives import Phase, payload_bytes, phases
 from .endpoint import NPU, Design, Engine
 from .topology import Topology
-from .workload.model import Comm, Compute
 
 
 def link_time(ph: Phase, topology: Topology, endpoint_delay_s: float) -> float:

@@ -1,4 +1,4 @@
-"""The endpoint as the simulator sees it: pools that active chunk-phases share, and what compute is left.
+"""The endpoint's shared pools: what active chunk-phases share, and what compute is left to run with.
 
 Every chunk-phase has a link time (it holds its dimension's links) and demands on two shared pools:
 memory traffic (baseline: HBM bytes within communication's reserved share; ACE: DMA bytes) and
@@ -13,11 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..costs import CollectiveDemands, compute_time_terms, endpoint_rates
-from ..endpoint import NPU, Design, Engine
 from ..workload.model import Compute
+from .costs import CollectiveDemands, compute_time_terms, endpoint_rates
+from .endpoint import NPU, Design, Engine
 
 INF = float("inf")
+
+
+def sram_need(chunk_bytes: float, sram_bytes: float) -> float:
+    """SRAM a chunk holds while in flight: itself, or all of the SRAM for a chunk larger than it, which
+    streams through and so waits for the SRAM to be empty. (Cutting such chunks smaller instead would
+    make a bigger SRAM mean fewer chunks and less pipelining: slower, which no engine would choose.)"""
+    return min(chunk_bytes, sram_bytes)
 
 
 @dataclass(frozen=True)
