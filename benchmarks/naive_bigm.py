@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
-from codesign.evaluate import issue_order
 from codesign.milp.data import TIME_UNIT, ModelData
 from codesign.milp.model import build_model
 from codesign.milp.order_data import candidates
 from codesign.pipeline import durations
+from codesign.schedule.serial import issue_order
 
 
 def horizon_us(md: ModelData) -> float:

@@ -50,8 +50,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _solve(args: argparse.Namespace) -> int:
     from .pipeline import solve
-    from .report import summary, write_outputs
     from .problem.load import load_problem
+    from .report import summary, write_outputs
 
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise_usage("--time-limit must be a positive number of seconds")
@@ -97,8 +97,8 @@ def raise_usage(msg: str) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from .iteration import build_iteration
     from .problem.load import load_problem
+    from .schedule.iteration import build_iteration
 
     p = load_problem(args.problem)
     it = build_iteration(p.workload, p.schedule.overlap)
@@ -117,10 +117,10 @@ def _simulate(args: argparse.Namespace) -> int:
         if not all(astra):
             raise_usage("simulate needs a problem file, or all of --astra-workload, --astra-network, --astra-system")
         return _simulate_astra(args)
+    from .problem.load import load_problem
     from .report import simulation_summary, timeline_png
     from .sim.replay import simulate
     from .simulate_inputs import design_and_order
-    from .problem.load import load_problem
 
     if args.iterations < 4:
         raise_usage("--iterations must be at least 4 (two to settle, two to measure)")
@@ -141,7 +141,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def simulation_doc(problem, design, res) -> dict:
-    from .bounds import lower_bound
+    from .schedule.bounds import lower_bound
     lb = lower_bound(problem, design)
     return {"problem": problem.name, "engine": problem.engine.kind, "design": dict(design.values),
             "iteration_time_s": res.period_s, "compute_time_s": res.compute_time_s,

@@ -15,13 +15,13 @@ from typing import Callable
 import pyomo.environ as pyo
 
 from .errors import InfeasibleError, SolverError
-from .evaluate import Order, Replay, run_policy, run_sequence
 from .milp.data import TIME_UNIT, ModelData, model_data
 from .milp.highs import SolveStats, solve_model
 from .milp.model import build_model
 from .platform.costs import collective_time, compute_time
 from .platform.endpoint import design_area_mm2, design_of, design_power_w
 from .problem.model import Problem
+from .schedule.serial import Order, SerialReplay, run_policy, run_sequence
 from .solution import ScheduledTask, Solution
 from .spec.units import SECONDS, format_quantity
 
@@ -38,7 +38,7 @@ def durations(md: ModelData, choice: dict[str, int]) -> tuple[list[float], list[
     return pc, dc
 
 
-def replay_policy(md: ModelData, choice: dict[str, int]) -> Replay:
+def replay_policy(md: ModelData, choice: dict[str, int]) -> SerialReplay:
     pc, dc = durations(md, choice)
     return run_policy(md.iteration, pc, dc, md.problem.schedule.order)
 

@@ -165,7 +165,7 @@ def write_outputs(s: Solution, p: Problem, out: Path, *, plot: bool = True, vali
 
 def simulation_summary(p: Problem, design, res) -> str:
     """The readable report of ``codesign simulate P.yaml``."""
-    from .bounds import lower_bound
+    from .schedule.bounds import lower_bound
     t = lambda x: format_quantity(x, SECONDS)  # noqa: E731
     lb = lower_bound(p, design)
     lines = [f"problem         {p.name}: {p.engine.kind} engine, {design_text(design.values)}",

@@ -24,11 +24,11 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from .iteration import build_iteration
 from .platform.collectives import phases
 from .platform.costs import collective_demands, collective_time
 from .platform.endpoint import Design
 from .problem.model import Problem
+from .schedule.iteration import build_iteration
 from .sim.replay import SimResult, simulate
 from .solution import Solution
 

@@ -36,11 +36,11 @@ from pyomo.contrib.solver.common.results import TerminationCondition as TC
 from pyomo.repn import generate_standard_repn
 
 from .errors import SolverError, SpecError
-from .evaluate import Order, run_sequence
 from .milp.data import TIME_UNIT, model_data
 from .milp.model import build_model
 from .pipeline import durations
 from .problem.model import Problem
+from .schedule.serial import Order, run_sequence
 from .solution import Solution
 
 REL_H = 1e-6  # relative forward step for d(rhs)/d(theta) and the one-sided derivative

@@ -5,9 +5,9 @@ import json
 from pathlib import Path
 
 from .errors import SpecError
-from .evaluate import Order
 from .platform.endpoint import Design, design_of
 from .problem.model import Problem
+from .schedule.serial import Order
 from .solution import DESIGN_KEYS
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .bounds import LowerBound, lower_bound
 from .platform.endpoint import design_of
 from .problem.model import Problem
+from .schedule.bounds import LowerBound, lower_bound
 from .sim.replay import SimResult, simulate
 from .solution import Solution
 from .spec.units import SECONDS, format_quantity

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyomo.environ as pyo
 
 import codesign
-from codesign.iteration import build_iteration
+from codesign.schedule.iteration import build_iteration
 
 HERE = Path(__file__).resolve().parent
 

@@ -23,13 +23,13 @@ from hypothesis import strategies as st
 
 import codesign
 from codesign import InfeasibleError, SpecError, solve
-from codesign.evaluate import run_policy, run_sequence
 from codesign.milp.data import model_data
 from codesign.milp.order_compare import simulate_orders
 from codesign.pipeline import durations
 from codesign.platform.endpoint import Engine
 from codesign.problem.model import Objective
 from codesign.report import diagnostics_text, order_comparison_lines, summary
+from codesign.schedule.serial import run_policy, run_sequence
 from codesign.workload.model import Comm, Compute, Layer, Workload
 
 US = 1e-6
@@ -125,7 +125,7 @@ def workloads(draw) -> Workload:
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads())
 def test_optimum_is_exact_and_agrees_with_run_sequence(w):
-    """Against brute force over every order, evaluated by the generic replay (evaluate.run_sequence)."""
+    """Against brute force over every order, evaluated by the generic replay (schedule.serial.run_sequence)."""
     p = problem(w, ring2(), Engine("ideal"), order="optimize")
     s = solve(p)
     md = model_data(p)

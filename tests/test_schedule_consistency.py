@@ -6,14 +6,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codesign.evaluate import issue_order, normalize_order, run_policy, run_sequence
-from codesign.iteration import build_iteration
 from codesign.milp.data import TIME_UNIT, model_data
 from codesign.milp.highs import solve_model
 from codesign.milp.model import build_model
 from codesign.pipeline import durations
 from codesign.platform.endpoint import Engine
 from codesign.problem.model import SolverSpec
+from codesign.schedule.iteration import build_iteration
+from codesign.schedule.serial import issue_order, normalize_order, run_policy, run_sequence
 from codesign.workload.model import Comm, Compute, Layer, Workload
 
 from conftest import problem, ring2

@@ -6,12 +6,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import codesign
-from codesign.bounds import lower_bound
-from codesign.evaluate import run_policy
 from codesign.milp.data import model_data
 from codesign.pipeline import durations
 from codesign.platform.endpoint import Design, Engine, Option
 from codesign.platform.topology import Dim, Topology
+from codesign.schedule.bounds import lower_bound
+from codesign.schedule.serial import run_policy
 from codesign.sim.replay import simulate
 from codesign.validation import validate
 from codesign.workload.model import Comm, Compute, Layer, Workload

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codesign import solve
-from codesign.iteration import build_iteration
 from codesign.platform.endpoint import Engine
 from codesign.platform.topology import Dim, Topology
+from codesign.schedule.iteration import build_iteration
 from codesign.workload.builder import Work, WorkloadBuilder
 from codesign.workload.gnmt import PUBLISHED_PARAMS, gnmt, gnmt_builder
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from codesign.iteration import build_iteration
 from codesign.platform.topology import Dim, Topology
+from codesign.schedule.iteration import build_iteration
 from codesign.workload import load_astra_workload, parse_astra_workload
 
 from conftest import ROOT

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..iteration import Iteration, build_iteration
 from ..platform.costs import (CollectiveDemands, collective_demands, compute_slowdowns, compute_time_terms,
                               endpoint_rates, phase_resource_times, sram_interval)
 from ..platform.endpoint import Design, Engine
 from ..problem.model import Problem
+from ..schedule.iteration import Iteration, build_iteration
 
 TIME_UNIT = 1e-6  # seconds per model time unit: the MILP's clock runs in microseconds
 

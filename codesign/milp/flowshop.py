@@ -19,7 +19,7 @@ T = P + max(0, max_k C_k - d_k) with nominal compute, and each of the following 
                visit a dimension twice, so "sum + (m - 1) max" would overstate a re-entrant route), and
                at least ceil(m / q) traversals when only q of its chunks fit in the SRAM at once;
   sram_exclusive  chunks holding more than half the SRAM never coexist: one machine (Horn's bound);
-  memory, reduction  all bytes through the engine's pools within one period (as bounds.py);
+  memory, reduction  all bytes through the engine's pools within one period (as schedule/bounds.py);
   sram         Little's law: sum over chunks of SRAM held x its least residence <= SRAM x T;
   compute      P, the iteration's compute on the full NPU.
 
@@ -37,12 +37,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..bounds import LowerBound
-from ..iteration import build_iteration
 from ..platform.costs import collective_demands, compute_time_terms
 from ..platform.endpoint import Design
 from ..platform.pools import Pools, phase_rates, phase_work, sram_need
 from ..problem.model import Problem
+from ..schedule.bounds import LowerBound
+from ..schedule.iteration import build_iteration
 from .data import TIME_UNIT
 from .order_data import Instance, horn_bound, instance, separable
 

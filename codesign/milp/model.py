@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
-from ..evaluate import Order
+from ..schedule.serial import Order
 from .data import TIME_UNIT, ModelData, Term
 
 

@@ -22,9 +22,9 @@ def simulate_orders(problem: Problem, sol: Solution, *, iterations: int = 8) -> 
     them, else its order, as priorities), ``sequence_s`` (its order as priorities, when it has refined
     priorities), ``lifo_s`` and ``fifo_s`` (the policies), and ``lifo_sequence_s`` (LIFO's serial
     dispatch sequence as priorities: what an ``order: lifo`` solve's validation replays)."""
-    from ..evaluate import run_policy
     from ..milp.data import model_data
     from ..pipeline import durations
+    from ..schedule.serial import run_policy
     from ..sim.replay import simulate
     design = design_of(problem.engine, sol.choice)
     out = {"optimized_s": simulate(problem, design, order=sol.priority or sol.order, iterations=iterations).period_s}

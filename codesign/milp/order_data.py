@@ -1,6 +1,6 @@
 """The network-order problem at one design, as single-machine scheduling: data, bounds and heuristics.
 
-The serial network model (``model.py``, ``evaluate.run_sequence``) serves collectives whole, one at a
+The serial network model (``model.py``, ``schedule.serial.run_sequence``) serves collectives whole, one at a
 time. When every collective of an iteration is awaited only in the next iteration, and every wait
 point comes before every issue point in program order (data parallelism, and ASTRA-sim's MICRO), the
 iterations do not overlap on the network and the period of a fixed order is a closed form. Measure
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..iteration import Iteration
 from ..platform.costs import collective_time, compute_time
 from ..platform.endpoint import design_area_mm2, design_of, design_power_w
+from ..schedule.iteration import Iteration
 from .data import TIME_UNIT, ModelData
 
 

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import InfeasibleError
-from ..evaluate import Order, run_policy
+from ..schedule.serial import Order, run_policy
 from ..spec.units import SECONDS, format_quantity
 from .data import TIME_UNIT, ModelData
 from .order_data import (

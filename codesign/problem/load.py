@@ -108,14 +108,16 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
     if "astra" in m:
         for k in ("parallelism", "layers", "last_bottom_layer"):
             if k in m:
-                raise ctx.error(join_path(path, k), "not allowed with 'astra' (the ASTRA-sim file sets it)", line_of(m, k))
+                raise ctx.error(join_path(path, k), "not allowed with 'astra' (the ASTRA-sim file sets it)",
+                                line_of(m, k))
         src = m["astra"]
         if not isinstance(src, str):
             raise ctx.error("workload.astra", f"expected a file path, got {kind_of(src)}", line_of(m, "astra"))
         clock = quantity(ctx, m, "clock", path, U.HERTZ, default=1e9)
         wpath = (ctx.dir / src)
         if not wpath.exists():
-            raise ctx.error("workload.astra", f"workload file {src!r} not found (looked in {ctx.dir})", line_of(m, "astra"))
+            raise ctx.error("workload.astra", f"workload file {src!r} not found (looked in {ctx.dir})",
+                            line_of(m, "astra"))
         aw = parse_astra_workload(wpath)
         return astra_to_workload(aw, cycle_s=1.0 / clock, name=text(ctx, m, "name", path) or wpath.stem)
     if "layers" not in m:
@@ -139,7 +141,8 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
             forward=_compute(ctx, lm.get("forward"), join_path(lp, "forward"), line_of(lm, "forward")),
             input_grad=_compute(ctx, lm.get("input_grad"), join_path(lp, "input_grad"), line_of(lm, "input_grad")),
             weight_grad=_compute(ctx, lm.get("weight_grad"), join_path(lp, "weight_grad"), line_of(lm, "weight_grad")),
-            forward_comm=_comm(ctx, lm.get("forward_comm"), join_path(lp, "forward_comm"), line_of(lm, "forward_comm"), ndims),
+            forward_comm=_comm(ctx, lm.get("forward_comm"), join_path(lp, "forward_comm"), line_of(lm, "forward_comm"),
+                               ndims),
             input_grad_comm=_comm(ctx, lm.get("input_grad_comm"), join_path(lp, "input_grad_comm"),
                                   line_of(lm, "input_grad_comm"), ndims),
             weight_grad_comm=_comm(ctx, lm.get("weight_grad_comm"), join_path(lp, "weight_grad_comm"),
@@ -200,7 +203,8 @@ def npu(ctx: Ctx, n: Any, top: YMap) -> NPU:
         cores=int(number(ctx, m.get("cores", d.cores), "npu.cores", line_of(m, "cores"), integer=True, lo=1)),
         core_reduce_rate=quantity(ctx, m, "core_reduce_rate", "npu", U.BYTES_PER_S, default=d.core_reduce_rate),
         compute_hbm_utilization=number(ctx, m.get("compute_hbm_utilization", d.compute_hbm_utilization),
-                                       "npu.compute_hbm_utilization", line_of(m, "compute_hbm_utilization"), lo=0, hi=1))
+                                       "npu.compute_hbm_utilization", line_of(m, "compute_hbm_utilization"),
+                                       lo=0, hi=1))
 
 
 # ---------------------------------------------------------------- engine
@@ -256,7 +260,8 @@ def _option(ctx: Ctx, resource: str, ov: Any, op: str, parent: Any, key: Any, n:
 def engine(ctx: Ctx, e: Any, n: NPU, top: YMap) -> Engine:
     p = "engine"
     if not isinstance(e, dict):
-        raise ctx.error(p, f"expected a mapping with 'type: baseline | ace | ideal', got {kind_of(e)}", line_of(top, "engine"))
+        raise ctx.error(p, f"expected a mapping with 'type: baseline | ace | ideal', got {kind_of(e)}",
+                        line_of(top, "engine"))
     if "type" not in e:
         near = difflib.get_close_matches("type", [str(k) for k in e], n=1, cutoff=0.6)
         hint = f" ({near[0]!r} is there: a typo?)" if near else ""

@@ -1,6 +1,6 @@
 """Chunk-grain replay of training iterations for a design: codesign's own simulator.
 
-Compute runs in program order on one server, waiting where the iteration says (iteration.py). Each
+Compute runs in program order on one server, waiting where the iteration says (schedule/iteration.py). Each
 released collective is cut into the schedule's chunks; every chunk walks its
 phases, each phase queued at its dimension, which serves one chunk-phase at a time in order of
 urgency, then priority (the policy's, or the solution's network order), then arrival, like ASTRA-sim
@@ -17,13 +17,13 @@ import math
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
 
-from ..evaluate import Order
-from ..iteration import build_iteration
 from ..platform.collectives import phases
 from ..platform.costs import collective_demands, compute_time_terms
 from ..platform.endpoint import Design
 from ..platform.pools import PhaseWork, Pools, alone_rate, compute_rate, phase_rates, phase_work, sram_need
 from ..problem.model import Problem
+from ..schedule.iteration import build_iteration
+from ..schedule.serial import Order
 from .engine import Engine
 
 INF = float("inf")

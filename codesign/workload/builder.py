@@ -20,7 +20,7 @@ Conventions (every formula below follows them):
 Backward work that weight gradients need even when the input gradient is not (an LSTM's back-propagation
 through time, attention's score gradient) is kept apart as ``backprop``: ``build`` adds it to the input
 gradient task, except for the first layer, whose input gradient the iteration never runs
-(``iteration.build_iteration``); there it joins the weight-gradient task instead.
+(``schedule.iteration.build_iteration``); there it joins the weight-gradient task instead.
 """
 from __future__ import annotations
 

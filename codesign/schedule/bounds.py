@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..platform.costs import collective_demands, compute_time_terms
+from ..platform.endpoint import Design
+from ..platform.pools import Pools, phase_work
+from ..problem.model import Problem
 from .iteration import build_iteration
-from .platform.costs import collective_demands, compute_time_terms
-from .platform.endpoint import Design
-from .platform.pools import Pools, phase_work
-from .problem.model import Problem
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ Order = tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True)
-class Replay:
+class SerialReplay:
     """Steady state of a replay: period (s), one iteration's start times relative to its first compute
     task (s), the network order, and whether the order and period settled."""
 
@@ -36,7 +36,7 @@ class Replay:
 
 
 def _replay(it: Iteration, p: list[float], d: list[float], policy: str, order: Order | None,
-            max_iter: int) -> Replay:
+            max_iter: int) -> SerialReplay:
     J, K = len(it.computes), len(it.comms)
     waits: dict[int, list[tuple[int, int, float]]] = {}
     for c in it.comms:
@@ -139,7 +139,7 @@ def _replay(it: Iteration, p: list[float], d: list[float], policy: str, order: O
     rel_comp = tuple(s - base for s in comp_start[n_ref])
     rel_comm = tuple(comm_start.get((k, n_ref), inf) - base for k in range(K))
     order_out = _window(dispatch, comm_start, K, n_ref)
-    return Replay(period, rel_comp, rel_comm, order_out, n_done < max_iter, n_done)
+    return SerialReplay(period, rel_comp, rel_comm, order_out, n_done < max_iter, n_done)
 
 
 def _settled(comp_start: list[list[float]], n: int) -> bool:
@@ -172,14 +172,14 @@ def normalize_order(window: list[tuple[int, int]] | Order) -> Order:
     return tuple((k, off - lo) for k, off in rotated)
 
 
-def run_policy(it: Iteration, p: list[float], d: list[float], policy: str, max_iter: int = 60) -> Replay:
+def run_policy(it: Iteration, p: list[float], d: list[float], policy: str, max_iter: int = 60) -> SerialReplay:
     """Replay under a dispatch policy, ``lifo`` or ``fifo``, until the period settles."""
     if policy not in ("lifo", "fifo"):
         raise ValueError(f"unknown policy {policy!r}")
     return _replay(it, p, d, policy, None, max_iter)
 
 
-def run_sequence(it: Iteration, p: list[float], d: list[float], order: Order, max_iter: int = 60) -> Replay:
+def run_sequence(it: Iteration, p: list[float], d: list[float], order: Order, max_iter: int = 60) -> SerialReplay:
     """Replay with the network serving ``order`` strictly, cyclically."""
     if sorted(k for k, _ in order) != list(range(len(it.comms))):
         raise ValueError("the order must hold every collective exactly once")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .workload.model import Comm, Compute, Workload
+from ..workload.model import Comm, Compute, Workload
 
 
 @dataclass(frozen=True)
