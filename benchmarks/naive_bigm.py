@@ -20,7 +20,7 @@ import pyomo.environ as pyo
 from codesign.milp.data import TIME_UNIT, ModelData
 from codesign.milp.model import build_model
 from codesign.milp.order_data import candidates
-from codesign.pipeline import durations
+from codesign.pipeline.solve import durations
 from codesign.schedule.serial import issue_order
 
 

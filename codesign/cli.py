@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from .pipeline import solve
+    from .pipeline.solve import solve
     from .problem.load import load_problem
     from .report import summary, write_outputs
 
@@ -62,10 +62,10 @@ def _solve(args: argparse.Namespace) -> int:
     val = None
     sim_orders = None
     if not args.no_validate:
-        from .validation import validate
+        from .pipeline.validation import validate
         val = validate(problem, sol)
         if sol.order_policy == "optimize":
-            from .milp.order_compare import simulate_orders
+            from .pipeline.order_compare import simulate_orders
             sim_orders = simulate_orders(problem, sol)
     if args.out:
         written = write_outputs(sol, problem, Path(args.out), validation=val)

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InfeasibleError, SpecError
-from .pipeline import Extra, solve
+from .pipeline.solution import Solution
+from .pipeline.solve import Extra, solve
 from .problem.model import Objective, Problem
-from .solution import Solution
 
 METRICS = ("iteration_time", "area", "power")
 LABELS = {"iteration_time": "iteration time (ms)", "area": "area (mm^2)", "power": "power (W)"}

@@ -5,8 +5,8 @@ import csv
 import json
 from pathlib import Path
 
+from .pipeline.solution import Solution
 from .problem.model import Problem
-from .solution import Solution
 from .spec.units import BYTES, BYTES_PER_S, SECONDS, format_quantity
 
 _DESIGN_LABELS = {"sram": ("SRAM", BYTES), "alu": ("ALU", BYTES_PER_S), "dma": ("DMA", BYTES_PER_S),
@@ -98,7 +98,7 @@ def order_model_line(s: Solution) -> str:
 def order_comparison_lines(s: Solution, simulated: dict[str, float] | None = None) -> list[str]:
     """Summary lines comparing the chosen order with LIFO and FIFO at the chosen design: the MILP's serial
     network model (``Solution.order_comparison``), if given the simulator's replays
-    (``milp.order_compare.simulate_orders``), and the flow-shop bound on any replay at this design."""
+    (``pipeline.order_compare.simulate_orders``), and the flow-shop bound on any replay at this design."""
     c = s.order_comparison
     if not c:
         return []

@@ -8,7 +8,7 @@
     print(study.summary["workloads"]["resnet50"]["speedup_avg"])
 
 Each case (a problem file under problems/paper/, built by ``reproduce_cases``) is solved with
-``codesign.solve`` and replayed with ``codesign.validation.validate``; the HBM-bandwidth sweep runs a
+``codesign.solve`` and replayed with ``codesign.pipeline.validation.validate``; the HBM-bandwidth sweep runs a
 micro benchmark per network size and bandwidth (``reproduce_metrics``). Cases run in a local process
 pool, one solve per process at a time (HiGHS through Pyomo must not share a process). The summary's
 headline figures come from the simulator's replay of the MILP's designs; the MILP's own figures sit
@@ -59,9 +59,9 @@ def _quiet_worker() -> None:
 
 def run_case(problems_dir: str, case: Case, time_limit: float | None = None) -> dict[str, Any]:
     """Solve and replay one case; return its row (never raises: a failure is a row with ``error``)."""
-    from .pipeline import solve
+    from .pipeline.solve import solve
+    from .pipeline.validation import validate
     from .problem.load import load_problem
-    from .validation import validate
 
     t0 = time.perf_counter()
     row: dict[str, Any] = {"key": case.key, "group": case.group, "workload": case.workload, "npus": case.npus,
@@ -148,7 +148,7 @@ def _pool(workers: int) -> Any:
     method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
     ctx = mp.get_context(method)
     if method == "forkserver":
-        ctx.set_forkserver_preload(["codesign.reproduce", "codesign.pipeline", "codesign.validation"])
+        ctx.set_forkserver_preload(["codesign.reproduce", "codesign.pipeline.solve", "codesign.pipeline.validation"])
     return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_quiet_worker)
 
 

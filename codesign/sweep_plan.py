@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from .errors import InfeasibleError, SpecError
 from .params import Param, apply, canonical, check_path, get_value, params_from
-from .pipeline import Extra, solve
-from .problem.model import Problem
-from .solution import DESIGN_KEYS, Solution
+from .pipeline.solution import DESIGN_KEYS, Solution
+from .pipeline.solve import Extra, solve
 from .problem.load import parse_problem
-from .sweep_results import ResultsFile
+from .problem.model import Problem
 from .spec.yamlfile import load_yaml
+from .sweep_results import ResultsFile
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,12 +57,12 @@ class Check:
 
 
 def _validate_point(problem: Problem, solution: Solution) -> dict[str, Any]:
-    from .validation import validate
+    from .pipeline.validation import validate
     v = validate(problem, solution)
     return {"simulated_s": v.simulated_s, "sim_rel_diff": v.rel_diff, "sim_flagged": v.flagged}
 
 
-#: Replay each point's solution in the simulator (``codesign.validation``): the simulated period (s), its
+#: Replay each point's solution in the simulator (``codesign.pipeline.validation``): the simulated period (s), its
 #: difference from the MILP's relative to it, and whether that exceeds the validation tolerance.
 VALIDATE = Check("validate", ("simulated_s", "sim_rel_diff", "sim_flagged"), _validate_point)
 

@@ -29,7 +29,7 @@ import pyomo.environ as pyo
 import codesign
 from codesign.milp.data import TIME_UNIT, model_data
 from codesign.pareto import pareto_front
-from codesign.pipeline import durations
+from codesign.pipeline.solve import durations
 
 HERE = Path(__file__).resolve().parent
 

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 import codesign
 from codesign import InfeasibleError, SpecError, solve
 from codesign.milp.data import model_data
-from codesign.milp.order_compare import simulate_orders
-from codesign.pipeline import durations
+from codesign.pipeline.order_compare import simulate_orders
+from codesign.pipeline.solve import durations
 from codesign.platform.endpoint import Engine
 from codesign.problem.model import Objective
 from codesign.report import diagnostics_text, order_comparison_lines, summary

@@ -12,7 +12,7 @@ import pytest
 
 import codesign
 from codesign.pareto import metric, pareto_front
-from codesign.shadow import _lp, replay_period, resources, shadow_prices, solve_lp
+from codesign.pipeline.shadow import _lp, replay_period, resources, shadow_prices, solve_lp
 from conftest import ROOT
 
 QUICK = str(ROOT / "problems" / "quickstart.yaml")

@@ -8,7 +8,8 @@ import math
 
 import pytest
 
-from codesign.pipeline import solve
+from codesign.pipeline.solve import solve
+from codesign.pipeline.validation import validate
 from codesign.platform.endpoint import Engine, Option, design_of
 from codesign.problem.load import load_problem
 from codesign.reproduce import compare, default_problems_dir, run_study
@@ -17,7 +18,6 @@ from codesign.reproduce_cases import (CONFIGS, HBM_ENGINES, SHAPES, HbmCase, cas
 from codesign.reproduce_cli import register
 from codesign.reproduce_metrics import (DRIVE, busy_time, least_bandwidth, milp_comm_intervals, model_time,
                                         network_load, sim_comm_intervals, sim_time, utilization, with_comm_hbm)
-from codesign.validation import validate
 from codesign.workload.model import Comm, Layer, Workload
 
 from conftest import problem, ring2

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from codesign.milp.data import TIME_UNIT, model_data
 from codesign.milp.highs import solve_model
 from codesign.milp.model import build_model
-from codesign.pipeline import durations
+from codesign.pipeline.solve import durations
 from codesign.platform.endpoint import Engine
 from codesign.problem.model import SolverSpec
 from codesign.schedule.iteration import build_iteration

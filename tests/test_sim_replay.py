@@ -7,13 +7,13 @@ from hypothesis import strategies as st
 
 import codesign
 from codesign.milp.data import model_data
-from codesign.pipeline import durations
+from codesign.pipeline.solve import durations
+from codesign.pipeline.validation import validate
 from codesign.platform.endpoint import Design, Engine, Option
 from codesign.platform.topology import Dim, Topology
 from codesign.schedule.bounds import lower_bound
 from codesign.schedule.serial import run_policy
 from codesign.sim.replay import simulate
-from codesign.validation import validate
 from codesign.workload.model import Comm, Compute, Layer, Workload
 
 from conftest import ROOT, problem

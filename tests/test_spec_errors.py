@@ -693,7 +693,7 @@ def test_solve_with_non_positive_time_limit(tmp_path, doc, capsys, limit):
 def test_solve_with_nan_time_limit(tmp_path, doc, capsys, monkeypatch):
     def no_solve(*args, **kwargs):  # keep the test fast: reaching the solver is already the failure
         raise AssertionError("the solve started with --time-limit nan")
-    monkeypatch.setattr("codesign.pipeline.solve", no_solve)
+    monkeypatch.setattr("codesign.pipeline.solve.solve", no_solve)
     path = write(tmp_path, doc)
     rc = main(["solve", str(path), "--time-limit", "nan"])
     out, err = capsys.readouterr()

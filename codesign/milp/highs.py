@@ -15,13 +15,7 @@ from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import TerminationCondition as TC
 
 from ..problem.model import SolverSpec
-
-
-@dataclass(frozen=True)
-class ModelSize:
-    variables: int
-    binaries: int
-    constraints: int
+from .size import ModelSize
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .milp.highs import ModelSize
+from ..milp.size import ModelSize
 
 #: JSON names of design values, with their units.
 DESIGN_KEYS = {"sram": "sram_bytes", "alu": "alu_rate_bytes_per_s", "dma": "dma_bandwidth_bytes_per_s",

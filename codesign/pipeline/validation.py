@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .platform.endpoint import design_of
-from .problem.model import Problem
-from .schedule.bounds import LowerBound, lower_bound
-from .sim.replay import SimResult, simulate
+from ..platform.endpoint import design_of
+from ..problem.model import Problem
+from ..schedule.bounds import LowerBound, lower_bound
+from ..sim.replay import SimResult, simulate
+from ..spec.units import SECONDS, format_quantity
 from .solution import Solution
-from .spec.units import SECONDS, format_quantity
 
 TOLERANCE = 0.05  # relative difference beyond which the prediction is flagged
 

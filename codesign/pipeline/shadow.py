@@ -35,13 +35,13 @@ from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import TerminationCondition as TC
 from pyomo.repn import generate_standard_repn
 
-from .errors import SolverError, SpecError
-from .milp.data import TIME_UNIT, model_data
-from .milp.model import build_model
-from .pipeline import durations
-from .problem.model import Problem
-from .schedule.serial import Order, run_sequence
+from ..errors import SolverError, SpecError
+from ..milp.data import TIME_UNIT, model_data
+from ..milp.model import build_model
+from ..problem.model import Problem
+from ..schedule.serial import Order, run_sequence
 from .solution import Solution
+from .solve import durations
 
 REL_H = 1e-6  # relative forward step for d(rhs)/d(theta) and the one-sided derivative
 #: unit label and "one more" step of each kind of resource, in SI
@@ -75,7 +75,7 @@ class ShadowReport:
     prices: tuple[ShadowPrice, ...]
 
     def table(self) -> str:
-        from .spec.units import BYTES, BYTES_PER_S, format_quantity
+        from ..spec.units import BYTES, BYTES_PER_S, format_quantity
         fmt = {"B/s": lambda v: format_quantity(v, BYTES_PER_S), "bytes": lambda v: format_quantity(v, BYTES)}
         lines = [f"{'resource':46s} {'value':>11s}   {'one more step saves (marginal)':32s} {'(whole step)':>12s}"]
         for p in self.prices:

@@ -14,16 +14,16 @@ from typing import Callable
 
 import pyomo.environ as pyo
 
-from .errors import InfeasibleError, SolverError
-from .milp.data import TIME_UNIT, ModelData, model_data
-from .milp.highs import SolveStats, solve_model
-from .milp.model import build_model
-from .platform.costs import collective_time, compute_time
-from .platform.endpoint import design_area_mm2, design_of, design_power_w
-from .problem.model import Problem
-from .schedule.serial import Order, SerialReplay, run_policy, run_sequence
+from ..errors import InfeasibleError, SolverError
+from ..milp.data import TIME_UNIT, ModelData, model_data
+from ..milp.highs import SolveStats, solve_model
+from ..milp.model import build_model
+from ..platform.costs import collective_time, compute_time
+from ..platform.endpoint import design_area_mm2, design_of, design_power_w
+from ..problem.model import Problem
+from ..schedule.serial import Order, SerialReplay, run_policy, run_sequence
+from ..spec.units import SECONDS, format_quantity
 from .solution import ScheduledTask, Solution
-from .spec.units import SECONDS, format_quantity
 
 MAX_ROUNDS = 5
 Extra = Callable[[pyo.ConcreteModel, Problem], None]
@@ -118,7 +118,7 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     t_start = time.perf_counter()
     if problem.schedule.order == "optimize":
         if extra is not None:
-            from .errors import SpecError
+            from ..errors import SpecError
             raise SpecError("extra constraints need the Pyomo model of a fixed network order; order: optimize "
                             "decomposes into highspy subproblems: use order lifo or fifo with extra",
                             path="schedule.order")
@@ -173,7 +173,7 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
         stable = stable and replay_policy(md, choice).order == used
     sol = _solution(md, choice, used, stats, model, rounds, stable, time.perf_counter() - t_start)
     if diagnose:
-        from .milp.diagnostics import pyomo_diagnostics
+        from ..milp.diagnostics import pyomo_diagnostics
         sol = dataclasses.replace(sol, diagnostics=pyomo_diagnostics(model, stats.bound))
     return sol
 
@@ -183,10 +183,10 @@ def _solve_optimized(md: ModelData, limit: float, t_start: float, diagnose: bool
     """``order: optimize``: design and order from the decomposition, reported like a policy solve, plus
     the LIFO and FIFO periods at the chosen design (serial network model) for comparison, the
     flow-shop bound on the simulated period, and (``refine_s`` > 0) priorities refined for the replay."""
-    from .milp.diagnostics import order_diagnostics
-    from .milp.flowshop import flow_shop, list_schedule, refine_priority, replay_bound
-    from .milp.highs import ModelSize
-    from .milp.order_solve import solve_order
+    from ..milp.diagnostics import order_diagnostics
+    from ..milp.flowshop import flow_shop, list_schedule, refine_priority, replay_bound
+    from ..milp.order_solve import solve_order
+    from ..milp.size import ModelSize
     res = solve_order(md, time_limit_s=limit, diagnose=diagnose)
     d = order_diagnostics(res)
     size = ModelSize(d["variables"], d["binaries"], d["constraints"])

@@ -14,7 +14,7 @@ import dataclasses
 
 from ..platform.endpoint import design_of
 from ..problem.model import Problem
-from ..solution import Solution
+from .solution import Solution
 
 
 def simulate_orders(problem: Problem, sol: Solution, *, iterations: int = 8) -> dict[str, float]:
@@ -23,9 +23,9 @@ def simulate_orders(problem: Problem, sol: Solution, *, iterations: int = 8) -> 
     priorities), ``lifo_s`` and ``fifo_s`` (the policies), and ``lifo_sequence_s`` (LIFO's serial
     dispatch sequence as priorities: what an ``order: lifo`` solve's validation replays)."""
     from ..milp.data import model_data
-    from ..pipeline import durations
     from ..schedule.serial import run_policy
     from ..sim.replay import simulate
+    from .solve import durations
     design = design_of(problem.engine, sol.choice)
     out = {"optimized_s": simulate(problem, design, order=sol.priority or sol.order, iterations=iterations).period_s}
     if sol.priority is not None:
