@@ -23,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codesign.sim import Engine, simulate_astra  # noqa: E402
+from codesign.astra.mode import simulate_astra  # noqa: E402
+from codesign.sim.events import EventLoop  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "astra"
 RESNET = DATA / "workload" / "Resnet50_DataParallel.txt"
@@ -43,8 +44,8 @@ def best_of(fn, repeat: int = 3) -> tuple[float, object]:
     return best, out
 
 
-class _Recorder(Engine):
-    """An Engine that notes which event scheduled which, so a model's event pattern can be replayed."""
+class _Recorder(EventLoop):
+    """An EventLoop that notes which event scheduled which, so a model's event pattern can be replayed."""
 
     last: _Recorder
 
@@ -71,17 +72,17 @@ class _Recorder(Engine):
 
 def engine_on_model(paths: tuple[Path, ...], passes: int = 2) -> tuple[int, float]:
     """Events/s of the bare core replaying a real run's event pattern (same heap, no model logic)."""
-    from codesign.sim import astra_mode
-    astra_mode.Engine = _Recorder          # record one run of the real model
+    from codesign.astra import mode as astra_mode
+    astra_mode.EventLoop = _Recorder          # record one run of the real model
     try:
         simulate_astra(*paths, passes=passes)
     finally:
-        astra_mode.Engine = Engine
+        astra_mode.EventLoop = EventLoop
     rec = _Recorder.last
     children = rec.children
 
     def once() -> int:
-        eng = Engine()
+        eng = EventLoop()
         schedule = eng.schedule
 
         def replay(cid: int) -> None:
@@ -100,7 +101,7 @@ def engine_hold(n: int = 1_000_000, pending: int = 1000) -> float:
 
 
 def _hold_once(n: int, pending: int) -> float:
-    eng = Engine()
+    eng = EventLoop()
     left = [n]
 
     def hold(_: object) -> None:

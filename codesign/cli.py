@@ -153,7 +153,7 @@ def simulation_doc(problem, design, res) -> dict:
 
 
 def _simulate_astra(args: argparse.Namespace) -> int:
-    from .sim import simulate_astra
+    from .astra.mode import simulate_astra
 
     if args.passes < 1:
         raise_usage("--passes must be at least 1")

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from codesign.astra_inputs import load_astra_network, load_astra_system
+from codesign.astra.algorithms import NetworkTiming
+from codesign.astra.inputs import load_astra_network, load_astra_system
+from codesign.astra.mode import simulate_astra
 from codesign.errors import SpecError
-from codesign.sim import Engine, simulate_astra
-from codesign.sim.astra_algorithms import NetworkTiming
+from codesign.sim.events import EventLoop
 
 DATA = Path(__file__).resolve().parent / "data" / "astra"
 MIB = 1 << 20
@@ -67,7 +68,7 @@ def fc(tmp: Path, n: int) -> Path:
 
 # --- the event core -----------------------------------------------------------------------------------
 def test_engine_runs_in_time_then_schedule_order_and_counts():
-    eng, seen = Engine(), []
+    eng, seen = EventLoop(), []
     eng.schedule(5, seen.append, "b")
     eng.schedule(1, seen.append, "a")
     eng.schedule(5, seen.append, "c")
@@ -79,7 +80,7 @@ def test_engine_runs_in_time_then_schedule_order_and_counts():
 
 
 def test_engine_run_until_leaves_later_events_queued():
-    eng, seen = Engine(), []
+    eng, seen = EventLoop(), []
     for t in (1, 2, 3):
         eng.schedule(t, seen.append, t)
     assert eng.run(until=2) == 2 and seen == [1, 2] and eng.pending() == 1

@@ -1,5 +1,3 @@
-"""Discrete-event simulation: a tiny event core and the ASTRA-sim 1.0 compatible mode (times in ns)."""
-from .astra_mode import AstraLayerStats, AstraResult, simulate_astra
-from .engine import Engine
-
-__all__ = ["Engine", "simulate_astra", "AstraResult", "AstraLayerStats"]
+"""Discrete-event simulation: a tiny event loop (``events``) and codesign's own chunk-grain replay of
+training iterations at a design (``replay``). Times in the replay are in seconds. The ASTRA-sim 1.0
+compatible mode, which runs on the same event loop, is ``codesign.astra``."""

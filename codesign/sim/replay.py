@@ -24,7 +24,7 @@ from ..platform.pools import PhaseWork, Pools, alone_rate, compute_rate, phase_r
 from ..problem.model import Problem
 from ..schedule.iteration import build_iteration
 from ..schedule.serial import Order
-from .engine import Engine
+from .events import EventLoop
 
 INF = float("inf")
 EPS = 1e-12
@@ -59,7 +59,7 @@ class _Replay:
         self.pools = Pools.of(problem.engine, problem.npu, design)
         self.kind = problem.engine.kind
         self.max_iter = iterations
-        self.eng = Engine()
+        self.eng = EventLoop()
         self.order_pos = None
         if order is not None:
             self.order_pos = {k: (pos, off) for pos, (k, off) in enumerate(order)}

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Protocol
 
-from ..astra_inputs import AstraNetwork
 from ..errors import SpecError
-from .engine import Engine
+from ..sim.events import EventLoop
+from .inputs import AstraNetwork
 
 AR, AG, RS, A2A = "ALLREDUCE", "ALLGATHER", "REDUCESCATTER", "ALLTOALL"
 PROCESSING_BYTES_PER_NS = 500_000
@@ -160,7 +160,7 @@ def one_direct_ns(timing: NetworkTiming, ptype: str, data: int, e: int) -> float
 class Host(Protocol):
     """What a phase needs from the system layer."""
 
-    engine: Engine
+    engine: EventLoop
     timing: NetworkTiming
     endpoint: int
 

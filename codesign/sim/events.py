@@ -1,6 +1,6 @@
 """A tiny discrete-event core: a heap of (time, sequence, callback, argument).
 
-The engine knows nothing of networks, NPUs or collectives; the domain models schedule plain callables
+The loop knows nothing of networks, NPUs or collectives; the domain models schedule plain callables
 on it. Time is a float or an int in whatever unit the caller uses (the ASTRA-sim compatible mode uses
 nanoseconds, ASTRA's 1 GHz cycles). Events at the same time run in the order they were scheduled (the
 sequence number breaks ties), which is what makes runs deterministic.
@@ -14,10 +14,10 @@ from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
 
-__all__ = ["Engine"]
+__all__ = ["EventLoop"]
 
 
-class Engine:
+class EventLoop:
     """Heap-based event loop.
 
     ``schedule(t, fn, arg)`` queues ``fn(arg)`` to run at absolute time ``t`` (never earlier than the

@@ -15,11 +15,10 @@ from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
 
-from ..astra_inputs import AstraNetwork, AstraSystem
 from ..errors import SpecError
-from .astra_algorithms import (A2A, AG, AR, RS, NetworkTiming, PacketPhase, one_direct_ns, one_ring_ns,
-                               tree_ns)
-from .engine import Engine
+from ..sim.events import EventLoop
+from .algorithms import A2A, AG, AR, RS, NetworkTiming, PacketPhase, one_direct_ns, one_ring_ns, tree_ns
+from .inputs import AstraNetwork, AstraSystem
 
 HIGHEST_PRIORITY = 100_000_000   # Sys::get_priority for SchedulingPolicy::HIGHEST (DLRM all-to-alls)
 _IMPL_KEY = {AR: "all-reduce-implementation", AG: "all-gather-implementation",
@@ -72,7 +71,7 @@ class DimQueue:
 class SystemLayer:
     """Node 0's system layer: Sys buckets, collective generation, queues, phase transitions."""
 
-    def __init__(self, engine: Engine, net: AstraNetwork, system: AstraSystem) -> None:
+    def __init__(self, engine: EventLoop, net: AstraNetwork, system: AstraSystem) -> None:
         self.engine = engine
         self.timing = NetworkTiming(net)
         self.system = system

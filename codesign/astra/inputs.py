@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import SpecError
+from ..errors import SpecError
 
 TOPOLOGIES = ("Ring", "FullyConnected", "Switch")
 COLLECTIVE_ALGORITHMS = ("ring", "direct", "halvingDoubling", "doubleBinaryTree",

@@ -1,4 +1,4 @@
-"""ASTRA-sim 1.0 compatible simulation mode (analytical backend), driven by codesign's event engine.
+"""ASTRA-sim 1.0 compatible simulation mode (analytical backend), driven by codesign's event loop.
 
 ``simulate_astra(workload, network, system, passes)`` reads ASTRA-sim 1.0's own three input files and
 reproduces what ASTRA-sim 1.0 reports for them: the time all passes finish, the total compute, the
@@ -10,7 +10,7 @@ whole ns because ASTRA truncates time to whole cycles.
 The training loops (DATA, MODEL, HYBRID_DLRM, MICRO) follow ASTRA's Workload.cc: each step of the loop
 is a Sys event, every move between steps costs one cycle, waits register on the layer whose collective
 is pending and resume when it finishes plus its update delay. The collectives run in
-``astra_system.SystemLayer``. Semantics: shared reference, ASTRA_SIM_1_0_SEMANTICS.md.
+``astra.system.SystemLayer``. Semantics: shared reference, ASTRA_SIM_1_0_SEMANTICS.md.
 """
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..astra_inputs import AstraNetwork, AstraSystem, load_astra_network, load_astra_system
 from ..errors import SpecError
+from ..sim.events import EventLoop
 from ..workload.astra import AstraLayer, AstraWorkload, parse_astra_workload
-from .astra_system import SystemLayer
-from .engine import Engine
+from .inputs import AstraNetwork, AstraSystem, load_astra_network, load_astra_system
+from .system import SystemLayer
 
 FWD, IG, WG = 0, 1, 2
 SUPPORTED = ("DATA", "MODEL", "HYBRID_DLRM", "MICRO")
@@ -364,7 +364,7 @@ def simulate_astra(workload_path: str | Path, network_path: str | Path, system_p
     wl = parse_astra_workload(workload_path)
     net: AstraNetwork = load_astra_network(network_path)
     system: AstraSystem = load_astra_system(system_path)
-    engine = Engine()
+    engine = EventLoop()
     sysl = SystemLayer(engine, net, system)
     last_bottom = _validate(wl, system, sysl)
     loop = _Loop(wl, sysl, passes, last_bottom)
