@@ -51,7 +51,8 @@ def _parser() -> argparse.ArgumentParser:
 def _solve(args: argparse.Namespace) -> int:
     from .pipeline.solve import solve
     from .problem.load import load_problem
-    from .report import summary, write_outputs
+    from .report.files import write_outputs
+    from .report.text import summary
 
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise_usage("--time-limit must be a positive number of seconds")
@@ -79,10 +80,10 @@ def _solve(args: argparse.Namespace) -> int:
     else:
         print(summary(sol, problem, val))
         if sol.order_policy == "optimize":
-            from .report import order_comparison_lines
+            from .report.text import order_comparison_lines
             print("\n".join(order_comparison_lines(sol, sim_orders)))
         if args.verbose:
-            from .report import diagnostics_text
+            from .report.text import diagnostics_text
             print(diagnostics_text(sol))
         if args.out:
             print(f"wrote           {', '.join(str(w) for w in written)}")
@@ -118,7 +119,8 @@ def _simulate(args: argparse.Namespace) -> int:
             raise_usage("simulate needs a problem file, or all of --astra-workload, --astra-network, --astra-system")
         return _simulate_astra(args)
     from .problem.load import load_problem
-    from .report import simulation_summary, timeline_png
+    from .report.plots import timeline_png
+    from .report.text import simulation_summary
     from .sim.replay import simulate
     from .simulate_inputs import design_and_order
 

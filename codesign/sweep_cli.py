@@ -99,10 +99,10 @@ def _fmt(v: Any) -> str:
 def table(df: Any, pl: Any, limit: int = 200) -> str:
     """The summary table: each point's values as written, status, iteration time, area, power, design."""
     from .pipeline.solution import DESIGN_KEYS
-    from .report import _DESIGN_LABELS
+    from .report.text import DESIGN_LABELS
     from .spec.units import format_quantity
 
-    design = [(c, _DESIGN_LABELS[r]) for r, c in DESIGN_KEYS.items() if c in df.columns]
+    design = [(c, DESIGN_LABELS[r]) for r, c in DESIGN_KEYS.items() if c in df.columns]
     heads = [p.path for p in pl.params]
     shown = list(zip(df.iterrows(), pl.points))[:limit]
     width = [min(28, max([len(h)] + [len(str(pt.values.get(h, "(file)"))) for _, pt in shown])) for h in heads]
@@ -179,7 +179,7 @@ def sweep_command(args: argparse.Namespace) -> int:
 def pareto_command(args: argparse.Namespace) -> int:
     from .pareto import metric, pareto_front
     from .problem.load import load_problem
-    from .report import design_text
+    from .report.text import design_text
 
     problem = load_problem(args.problem, solver_profile=args.solver)
     front = pareto_front(problem, args.x, args.y, points=args.points, time_limit=_limit(args.time_limit))
@@ -207,7 +207,7 @@ def shadow_command(args: argparse.Namespace) -> int:
     from .pipeline.shadow import shadow_prices
     from .pipeline.solve import solve
     from .problem.load import load_problem
-    from .report import design_text
+    from .report.text import design_text
 
     problem = load_problem(args.problem, solver_profile=args.solver)
     sol = solve(problem, time_limit=_limit(args.time_limit))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import codesign
 from codesign.pareto import pareto_front
-from codesign.report import design_text
+from codesign.report.text import design_text
 
 HERE = Path(__file__).resolve().parent
 

@@ -28,7 +28,7 @@ from codesign.pipeline.order_compare import simulate_orders
 from codesign.pipeline.solve import durations
 from codesign.platform.endpoint import Engine
 from codesign.problem.model import Objective
-from codesign.report import diagnostics_text, order_comparison_lines, summary
+from codesign.report.text import diagnostics_text, order_comparison_lines, summary
 from codesign.schedule.serial import run_policy, run_sequence
 from codesign.workload.model import Comm, Compute, Layer, Workload
 

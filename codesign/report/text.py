@@ -1,42 +1,25 @@
-"""Reports of a Solution: the terminal summary, files under --out, and the Gantt picture."""
+"""Text reports: the terminal summaries of a solve and of a simulation, the order comparison, the
+diagnostics, and a design's values as text."""
 from __future__ import annotations
 
-import csv
-import json
-from pathlib import Path
+from ..pipeline.solution import Solution
+from ..problem.model import Problem
+from ..spec.units import BYTES, BYTES_PER_S, SECONDS, format_quantity
 
-from .pipeline.solution import Solution
-from .problem.model import Problem
-from .spec.units import BYTES, BYTES_PER_S, SECONDS, format_quantity
-
-_DESIGN_LABELS = {"sram": ("SRAM", BYTES), "alu": ("ALU", BYTES_PER_S), "dma": ("DMA", BYTES_PER_S),
-                  "comm_cores": ("comm cores", None), "comm_hbm_share": ("comm HBM share", None)}
+#: A sized resource's label and unit dimension (None: a plain number), as the reports print it.
+DESIGN_LABELS = {"sram": ("SRAM", BYTES), "alu": ("ALU", BYTES_PER_S), "dma": ("DMA", BYTES_PER_S),
+                 "comm_cores": ("comm cores", None), "comm_hbm_share": ("comm HBM share", None)}
 
 
 #: The unit each objective is reported in ("custom": an extra hook's own objective, in its own units).
 OBJECTIVE_UNITS = {"iteration_time": "s", "area": "mm^2", "power": "W", "custom": ""}
-
-#: One colour per task kind, shared by every timeline picture.
-KIND_COLORS = {"forward": "#4C72B0", "input_grad": "#DD8452", "weight_grad": "#55A868", "comm": "#C44E52",
-               "idle": "#999999"}
-
-
-def _finish(fig, ax, path: Path) -> Path:
-    """Legend of the task kinds, then write the picture and free it."""
-    import matplotlib.pyplot as plt
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in KIND_COLORS.values()]
-    ax.legend(handles, list(KIND_COLORS), ncol=5, fontsize=7, loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
 
 
 def design_text(values: dict[str, float]) -> str:
     """'SRAM 4 MiB, ALU 128 GB/s, ...' for a design's values (units per endpoint.RESOURCES)."""
     parts = []
     for r, v in values.items():
-        label, dim = _DESIGN_LABELS[r]
+        label, dim = DESIGN_LABELS[r]
         parts.append(f"{label} {format_quantity(v, dim) if dim else f'{v:g}'}")
     return ", ".join(parts) if parts else "(nothing to size)"
 
@@ -134,38 +117,14 @@ def order_comparison_lines(s: Solution, simulated: dict[str, float] | None = Non
 def diagnostics_text(s: Solution) -> str:
     """``--verbose``: the model's size, its largest big-M, and its LP relaxation's bound against the final
     bound (empty if the solve was not asked for diagnostics)."""
-    from .milp.diagnostics import diagnostics_lines
+    from ..milp.diagnostics import diagnostics_lines
     unit = "us" if s.objective_kind == "iteration_time" else OBJECTIVE_UNITS[s.objective_kind]
     return "\n".join(diagnostics_lines(s.diagnostics or {}, unit))
 
 
-def write_outputs(s: Solution, p: Problem, out: Path, *, plot: bool = True, validation=None) -> list[Path]:
-    """Write solution.json, schedule.csv, summary.txt, gantt.png and, when validated, timeline.png into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    doc = s.to_dict()
-    if validation is not None:
-        doc["validation"] = validation.to_dict()
-    (out / "solution.json").write_text(json.dumps(doc, indent=2))
-    written.append(out / "solution.json")
-    with open(out / "schedule.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["name", "kind", "layer", "start_s", "end_s"])
-        for task in s.schedule:
-            w.writerow([task.name, task.kind, task.layer, f"{task.start_s:.9e}", f"{task.end_s:.9e}"])
-    written.append(out / "schedule.csv")
-    (out / "summary.txt").write_text(summary(s, p, validation) + "\n")
-    written.append(out / "summary.txt")
-    if plot:
-        written.append(gantt(s, out / "gantt.png"))
-        if validation is not None:
-            written.append(timeline_png(validation.sim, p, out / "timeline.png"))
-    return written
-
-
 def simulation_summary(p: Problem, design, res) -> str:
     """The readable report of ``codesign simulate P.yaml``."""
-    from .schedule.bounds import lower_bound
+    from ..schedule.bounds import lower_bound
     t = lambda x: format_quantity(x, SECONDS)  # noqa: E731
     lb = lower_bound(p, design)
     lines = [f"problem         {p.name}: {p.engine.kind} engine, {design_text(design.values)}",
@@ -178,43 +137,3 @@ def simulation_summary(p: Problem, design, res) -> str:
                      f"{t(res.sram_wait_s)}")
     lines.append(f"replay          {res.iterations} iterations, {res.events} events; steady state over the last two")
     return "\n".join(lines)
-
-
-def timeline_png(res, p: Problem, path: Path) -> Path:
-    """One simulated steady-state period: compute and each network dimension's chunk-phases."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = ["compute"] + [f"dim{d}" for d in range(len(p.topology.dims))]
-    labels = ["compute"] + [f"{d.name} (dim{i})" for i, d in enumerate(p.topology.dims)]
-    colors = KIND_COLORS
-    fig, ax = plt.subplots(figsize=(11, 1.2 + 0.6 * len(rows)))
-    for row, _, kind, start, end in res.timeline:
-        y = len(rows) - 1 - rows.index(row)
-        ax.barh(y, (end - start) * 1e6, left=start * 1e6, height=0.6, color=colors.get(kind, "#777777"),
-                edgecolor="white", linewidth=0.2)
-    ax.set_yticks(range(len(rows)), list(reversed(labels)))
-    ax.set_xlim(0, res.period_s * 1e6)
-    ax.set_xlabel("time in one simulated steady-state period (us)")
-    ax.set_title(f"{p.name}: simulated period {res.period_s * 1e3:.3f} ms")
-    return _finish(fig, ax, path)
-
-
-def gantt(s: Solution, path: Path) -> Path:
-    """One iteration of the steady state: compute on one row, the network on another."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    colors = KIND_COLORS
-    fig, ax = plt.subplots(figsize=(11, 2.8))
-    for task in s.schedule:
-        row = 0 if task.kind == "comm" else 1
-        ax.barh(row, (task.end_s - task.start_s) * 1e6, left=task.start_s * 1e6, height=0.6,
-                color=colors.get(task.kind, "#777777"), edgecolor="white", linewidth=0.3)
-    ax.axvline(s.iteration_time_s * 1e6, color="black", linestyle="--", linewidth=1)
-    ax.set_yticks([0, 1], ["network", "compute"])
-    ax.set_xlabel("time in the steady-state iteration (us); dashed: the period")
-    ax.set_title(f"{s.problem}: {s.engine}, iteration {s.iteration_time_s * 1e3:.3f} ms ({s.status})")
-    return _finish(fig, ax, path)
