@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codesign.sweep_plan import plan, run_plan
+from codesign.explore.sweep import plan, run_plan
 
 QUICK = str(ROOT / "problems" / "quickstart.yaml")
 RESNET = str(ROOT / "problems" / "resnet50_ace_torus3d.yaml")
@@ -39,7 +39,7 @@ def start_dask(workers: int) -> tuple[object, float]:
     t0 = time.perf_counter()
     client = Client(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                                  silence_logs=logging.CRITICAL))
-    client.run(lambda: __import__("codesign.sweep_plan"))
+    client.run(lambda: __import__("codesign.explore.sweep"))
     return client, time.perf_counter() - t0
 
 

@@ -6,13 +6,13 @@ Python API:
     results = codesign.sweep(problem, {"topology.dims[1].bandwidth": "25GB/s,50GB/s"})  # a DataFrame
 """
 from .errors import CodesignError, InfeasibleError, SolverError, SpecError
-from .pareto import pareto_front
+from .explore.pareto import pareto_front
 from .pipeline.shadow import shadow_prices
 from .pipeline.solution import Solution
 from .pipeline.solve import solve
 from .problem.load import load_problem, parse_problem
 from .problem.model import Problem
-from .sweep_plan import sweep  # pandas and matplotlib are imported inside, on first use
+from .explore.sweep import sweep  # pandas and matplotlib are imported inside, on first use
 
 __all__ = ["load_problem", "parse_problem", "solve", "sweep", "pareto_front", "shadow_prices", "Problem", "Solution",
            "CodesignError", "SpecError", "InfeasibleError", "SolverError"]

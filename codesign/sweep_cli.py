@@ -124,8 +124,8 @@ def table(df: Any, pl: Any, limit: int = 200) -> str:
 
 
 def sweep_command(args: argparse.Namespace) -> int:
-    from .sweep_plan import VALIDATE, load_document, plan, read_section, run_plan
-    from .sweep_plots import plot_sweep
+    from .explore.plots import plot_sweep
+    from .explore.sweep import VALIDATE, load_document, plan, read_section, run_plan
 
     _, _, section = load_document(args.problem)
     cfg = read_section(section, args.problem) if section is not None else {}
@@ -177,7 +177,7 @@ def sweep_command(args: argparse.Namespace) -> int:
 
 
 def pareto_command(args: argparse.Namespace) -> int:
-    from .pareto import metric, pareto_front
+    from .explore.pareto import metric, pareto_front
     from .problem.load import load_problem
     from .report.text import design_text
 

@@ -9,7 +9,7 @@ Two ways, which must agree:
    model's objective ``obj`` and adds ``energy_obj``. (solve() still reports T and its tie-break keeps
    T <= the optimum's T; a Solution's ``bound_s`` is then the energy bound, not a time bound: ignore it.)
 2. By epsilon constraints: any objective that grows with both power and T is minimized at a point of the
-   power-time Pareto front, so trace the front (codesign.pareto.pareto_front) and take the best point.
+   power-time Pareto front, so trace the front (codesign.explore.pareto.pareto_front) and take the best point.
    That also gives objectives no MILP can take linearly, such as the energy-delay product E x T = power T^2.
 
 On the quickstart the two agree exactly. They can differ on bigger problems (ResNet-50: 1908.5 uJ by the
@@ -27,8 +27,8 @@ from pathlib import Path
 import pyomo.environ as pyo
 
 import codesign
+from codesign.explore.pareto import pareto_front
 from codesign.milp.data import TIME_UNIT, model_data
-from codesign.pareto import pareto_front
 from codesign.pipeline.solve import durations
 
 HERE = Path(__file__).resolve().parent

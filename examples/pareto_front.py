@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import codesign
-from codesign.pareto import pareto_front
+from codesign.explore.pareto import pareto_front
 from codesign.report.text import design_text
 
 HERE = Path(__file__).resolve().parent

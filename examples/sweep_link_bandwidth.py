@@ -15,9 +15,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from codesign.params import params_from
-from codesign.sweep_plan import sweep
-from codesign.sweep_plots import plot_sweep
+from codesign.explore.params import params_from
+from codesign.explore.plots import plot_sweep
+from codesign.explore.sweep import sweep
 
 HERE = Path(__file__).resolve().parent
 PARAMS = {"topology.dims[1].bandwidth": "log:5GB/s:200GB/s:6"}

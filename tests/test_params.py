@@ -6,8 +6,9 @@ import math
 import pytest
 
 from codesign.errors import SpecError
-from codesign.params import apply, canonical, check_path, dimension_of, parse_param, parse_path, parse_values, path_text
-from codesign.sweep_plan import plan, point_key
+from codesign.explore.params import (apply, canonical, check_path, dimension_of, parse_param, parse_path, parse_values,
+                                     path_text)
+from codesign.explore.sweep import plan, point_key
 from codesign.spec.units import BYTES_PER_S
 from codesign.spec.yamlfile import load_yaml
 from conftest import ROOT

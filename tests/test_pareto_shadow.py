@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import codesign
-from codesign.pareto import metric, pareto_front
+from codesign.explore.pareto import metric, pareto_front
 from codesign.pipeline.shadow import _lp, replay_period, resources, shadow_prices, solve_lp
 from conftest import ROOT
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import codesign
-from codesign.sweep_plan import VALIDATE, Check, plan, sweep
+from codesign.explore.points import Check
+from codesign.explore.sweep import VALIDATE, plan, sweep
 from conftest import ROOT
 
 QUICK = str(ROOT / "problems" / "quickstart.yaml")
@@ -206,6 +207,6 @@ def test_package_exports_the_functions_not_the_modules():
     import importlib
     import codesign
     first, second = codesign.sweep, codesign.sweep
-    importlib.import_module("codesign.sweep_plan")
+    importlib.import_module("codesign.explore.sweep")
     assert callable(first) and first is second is codesign.sweep
     assert callable(codesign.pareto_front) and callable(codesign.shadow_prices)

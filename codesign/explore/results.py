@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .errors import SpecError
+from ..errors import SpecError
 
 #: Statuses that are answers; a rerun skips them. ``error`` rows are skipped too unless retry_failed.
 FINAL = ("optimal", "time_limit", "infeasible")

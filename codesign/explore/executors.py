@@ -20,15 +20,11 @@ import time
 from collections import Counter
 from typing import Any, Iterator, Sequence
 
-from .errors import SpecError
-from .sweep_plan import PointTask, run_point
+from ..errors import SpecError
+from .points import PointTask, error_row, run_point
 
 MAX_ATTEMPTS = 3
 Row = dict[str, Any]
-
-
-def error_row(message: str) -> Row:
-    return {"status": "error", "error": message}
 
 
 class SerialRunner:
@@ -77,7 +73,7 @@ class PoolRunner:
         method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
         ctx = mp.get_context(method)
         if method == "forkserver":
-            ctx.set_forkserver_preload(["codesign.sweep_plan"])
+            ctx.set_forkserver_preload(["codesign.explore.sweep"])
         return ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_watch_driver,
                                    initargs=(os.getpid(),))
 
@@ -189,7 +185,7 @@ class FuturesRunner:
 
 
 def make_runner(executor: Any, workers: int | None, tasks: Sequence[PointTask] = ()) -> Any:
-    """The runner ``executor`` names (see ``codesign.sweep_plan.sweep``); a pool never larger than the work."""
+    """The runner ``executor`` names (see ``codesign.explore.sweep.sweep``); a pool never larger than the work."""
     from concurrent.futures import Executor
 
     if executor is None or executor in ("local", "pool"):

@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from .spec import units as U
-from .errors import SpecError
+from ..errors import SpecError
+from ..spec import units as U
 
 Token = str | int
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InfeasibleError, SpecError
-from .pipeline.solution import Solution
-from .pipeline.solve import Extra, solve
-from .problem.model import Objective, Problem
+from ..errors import InfeasibleError, SpecError
+from ..pipeline.solution import Solution
+from ..pipeline.solve import Extra, solve
+from ..problem.model import Objective, Problem
 
 METRICS = ("iteration_time", "area", "power")
 LABELS = {"iteration_time": "iteration time (ms)", "area": "area (mm^2)", "power": "power (W)"}
@@ -65,7 +65,7 @@ class ParetoFront:
     def to_frame(self) -> Any:
         import pandas as pd
 
-        from .report.text import design_text
+        from ..report.text import design_text
         return pd.DataFrame([{self.x: p.x, self.y: p.y, "role": p.role, "iteration_time_s": p.solution.iteration_time_s,
                               "area_mm2": p.solution.area_mm2, "power_w": p.solution.power_w,
                               "design": design_text(p.solution.design), "status": p.solution.status} for p in self.points])
@@ -193,7 +193,7 @@ def plot_front(front: ParetoFront, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .report.text import design_text
+    from ..report.text import design_text
 
     sx, sy = SHOW[front.x], SHOW[front.y]
     xs = [p.x * sx for p in front.points]

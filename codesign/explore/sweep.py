@@ -17,47 +17,32 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import os
 import pickle
-import socket
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-from .errors import InfeasibleError, SpecError
+from ..errors import SpecError
+from ..pipeline.solution import DESIGN_KEYS, Solution
+from ..pipeline.solve import Extra
+from ..problem.load import parse_problem
+from ..problem.model import Problem
+from ..spec.yamlfile import load_yaml
+from .executors import make_runner
 from .params import Param, apply, canonical, check_path, get_value, params_from
-from .pipeline.solution import DESIGN_KEYS, Solution
-from .pipeline.solve import Extra, solve
-from .problem.load import parse_problem
-from .problem.model import Problem
-from .spec.yamlfile import load_yaml
-from .sweep_results import ResultsFile
+from .points import RESULT_COLUMNS, Check, PointTask, run_point, solution_row
+from .results import ResultsFile
 
 if TYPE_CHECKING:
     import pandas as pd
 
 MODES = ("grid", "one_at_a_time")
-#: Per-point result columns, in SI units (area mm^2), as ``solution_row`` fills them.
-RESULT_COLUMNS = ("status", "error", "iteration_time_s", "bound_s", "gap", "objective", "area_mm2", "power_w",
-                  "compute_time_s", "exposed_comm_s", "comm_time_s", "solve_time_s")
 TAIL_COLUMNS = ("order_rounds", "order_stable", "worker", "wall_s")
 
 
-@dataclass(frozen=True)
-class Check:
-    """A step run after a point's solve, in the worker: ``fn(problem, solution) -> {column: value}`` filling
-    ``columns`` (the simulator's validation of a solution will be one). A check that raises leaves the solve's
-    status and puts its message in ``error``."""
-
-    name: str
-    columns: tuple[str, ...]
-    fn: Callable[[Problem, Solution], Mapping[str, Any]]
-
-
 def _validate_point(problem: Problem, solution: Solution) -> dict[str, Any]:
-    from .pipeline.validation import validate
+    from ..pipeline.validation import validate
     v = validate(problem, solution)
     return {"simulated_s": v.simulated_s, "sim_rel_diff": v.rel_diff, "sim_flagged": v.flagged}
 
@@ -65,17 +50,6 @@ def _validate_point(problem: Problem, solution: Solution) -> dict[str, Any]:
 #: Replay each point's solution in the simulator (``codesign.pipeline.validation``): the simulated period (s), its
 #: difference from the MILP's relative to it, and whether that exceeds the validation tolerance.
 VALIDATE = Check("validate", ("simulated_s", "sim_rel_diff", "sim_flagged"), _validate_point)
-
-
-@dataclass(frozen=True)
-class PointTask:
-    """What a worker receives: the point's validated problem and the solve options (all picklable)."""
-
-    key: str
-    problem: Problem
-    time_limit: float | None = None
-    extra: Extra | None = None
-    checks: tuple[Check, ...] = ()
 
 
 @dataclass
@@ -115,42 +89,6 @@ class Progress:
     failed: int
     elapsed_s: float
     row: dict[str, Any] | None = None
-
-
-# ---------------------------------------------------------------- the worker's side
-
-_SOLVE_LOCK = threading.Lock()  # one HiGHS solve per process at a time, whatever the worker's thread count
-
-
-def solution_row(s: Solution) -> dict[str, Any]:
-    """A Solution as one results row (SI units, area in mm^2)."""
-    row = {c: getattr(s, c) for c in RESULT_COLUMNS if c not in ("error",)}
-    row["error"] = "; ".join(s.notes)
-    row.update({DESIGN_KEYS[r]: v for r, v in s.design.items()})
-    row.update(order_rounds=s.order_rounds, order_stable=s.order_stable)
-    return row
-
-
-def run_point(task: PointTask) -> dict[str, Any]:
-    """Solve one point and run its checks; never raises: a failure is a row with status ``error``."""
-    t0 = time.perf_counter()
-    row: dict[str, Any] = {"status": "error", "error": ""}
-    try:
-        with _SOLVE_LOCK:
-            sol = solve(task.problem, time_limit=task.time_limit, extra=task.extra)
-        row.update(solution_row(sol))
-        for check in task.checks:
-            try:
-                row.update(check.fn(task.problem, sol))
-            except Exception as e:
-                row["error"] = f"check {check.name}: {type(e).__name__}: {e}"
-    except InfeasibleError as e:
-        row.update(status="infeasible", error=str(e))
-    except Exception as e:
-        row["error"] = f"{type(e).__name__}: {e}"
-    row["worker"] = f"{socket.gethostname()}:{os.getpid()}"
-    row["wall_s"] = time.perf_counter() - t0
-    return row
 
 
 # ---------------------------------------------------------------- planning
@@ -242,8 +180,6 @@ def run_plan(pl: Plan, *, executor: Any = None, workers: int | None = None, out:
              retry_failed: bool = False, progress: Callable[[Progress], None] | None = None) -> pd.DataFrame:
     """Run the points of ``pl`` not already in ``out`` and return every point's row as a DataFrame (in point
     order, with ``varied`` and ``cached`` columns). See ``sweep`` for the arguments."""
-    from .sweep_executors import make_runner
-
     store = ResultsFile(out, pl.columns, retry_failed=retry_failed) if out is not None else None
     try:
         done = dict(store.rows) if store else {}
@@ -362,7 +298,7 @@ def read_section(section: Any, file: str) -> dict[str, Any]:
     if "out" in out:
         out["out"] = str(Path(file).resolve().parent / str(out["out"]))
     if "time_limit" in out:
-        from .spec.units import SECONDS, UnitError, parse_quantity
+        from ..spec.units import SECONDS, UnitError, parse_quantity
         try:
             out["time_limit"] = parse_quantity(out["time_limit"], SECONDS)
         except UnitError as e:

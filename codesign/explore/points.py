@@ -1,0 +1,82 @@
+"""A sweep point as a worker sees it: the task it receives, the solve and checks it runs, the row it
+returns. The planner (``sweep``) and the executors (``executors``) both import this module, and neither
+imports the other at module level.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from ..errors import InfeasibleError
+from ..pipeline.solution import DESIGN_KEYS, Solution
+from ..pipeline.solve import Extra, solve
+from ..problem.model import Problem
+
+#: Per-point result columns, in SI units (area mm^2), as ``solution_row`` fills them.
+RESULT_COLUMNS = ("status", "error", "iteration_time_s", "bound_s", "gap", "objective", "area_mm2", "power_w",
+                  "compute_time_s", "exposed_comm_s", "comm_time_s", "solve_time_s")
+
+
+@dataclass(frozen=True)
+class Check:
+    """A step run after a point's solve, in the worker: ``fn(problem, solution) -> {column: value}`` filling
+    ``columns`` (the simulator's validation of a solution will be one). A check that raises leaves the solve's
+    status and puts its message in ``error``."""
+
+    name: str
+    columns: tuple[str, ...]
+    fn: Callable[[Problem, Solution], Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class PointTask:
+    """What a worker receives: the point's validated problem and the solve options (all picklable)."""
+
+    key: str
+    problem: Problem
+    time_limit: float | None = None
+    extra: Extra | None = None
+    checks: tuple[Check, ...] = ()
+
+
+_SOLVE_LOCK = threading.Lock()  # one HiGHS solve per process at a time, whatever the worker's thread count
+
+
+def solution_row(s: Solution) -> dict[str, Any]:
+    """A Solution as one results row (SI units, area in mm^2)."""
+    row = {c: getattr(s, c) for c in RESULT_COLUMNS if c not in ("error",)}
+    row["error"] = "; ".join(s.notes)
+    row.update({DESIGN_KEYS[r]: v for r, v in s.design.items()})
+    row.update(order_rounds=s.order_rounds, order_stable=s.order_stable)
+    return row
+
+
+def run_point(task: PointTask) -> dict[str, Any]:
+    """Solve one point and run its checks; never raises: a failure is a row with status ``error``."""
+    t0 = time.perf_counter()
+    row: dict[str, Any] = {"status": "error", "error": ""}
+    try:
+        with _SOLVE_LOCK:
+            sol = solve(task.problem, time_limit=task.time_limit, extra=task.extra)
+        row.update(solution_row(sol))
+        for check in task.checks:
+            try:
+                row.update(check.fn(task.problem, sol))
+            except Exception as e:
+                row["error"] = f"check {check.name}: {type(e).__name__}: {e}"
+    except InfeasibleError as e:
+        row.update(status="infeasible", error=str(e))
+    except Exception as e:
+        row["error"] = f"{type(e).__name__}: {e}"
+    row["worker"] = f"{socket.gethostname()}:{os.getpid()}"
+    row["wall_s"] = time.perf_counter() - t0
+    return row
+
+
+def error_row(message: str) -> dict[str, Any]:
+    """The row of a point that failed outside ``run_point`` (its worker died, or its future raised)."""
+    return {"status": "error", "error": message}
