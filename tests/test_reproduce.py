@@ -1,4 +1,4 @@
-"""The ACE study (codesign/reproduce*.py): metric definitions on hand-checkable cases, the generated
+"""The ACE study (codesign/study/): metric definitions on hand-checkable cases, the generated
 problem files, and a reduced study through the API and the command line."""
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from codesign.pipeline.solve import solve
 from codesign.pipeline.validation import validate
 from codesign.platform.endpoint import Engine, Option, design_of
 from codesign.problem.load import load_problem
-from codesign.reproduce import compare, default_problems_dir, run_study
-from codesign.reproduce_cases import (CONFIGS, HBM_ENGINES, SHAPES, HbmCase, case_document, dump, hbm_cases, hbm_document,
-                                      study_cases)
 from codesign.reproduce_cli import register
-from codesign.reproduce_metrics import (DRIVE, busy_time, least_bandwidth, milp_comm_intervals, model_time,
-                                        network_load, sim_comm_intervals, sim_time, utilization, with_comm_hbm)
+from codesign.study.cases import (CONFIGS, HBM_ENGINES, SHAPES, HbmCase, case_document, dump, hbm_cases, hbm_document,
+                                  study_cases)
+from codesign.study.metrics import (DRIVE, busy_time, least_bandwidth, milp_comm_intervals, model_time, network_load,
+                                    sim_comm_intervals, sim_time, utilization, with_comm_hbm)
+from codesign.study.run import compare, default_problems_dir, run_study
 from codesign.workload.model import Comm, Layer, Workload
 
 from conftest import problem, ring2
@@ -136,7 +136,7 @@ def test_problem_files_are_the_generators_and_valid():
     for c in study_cases():
         path = root / c.file
         assert path.read_text() == dump(case_document(c), f"Case: {c.key}. {CONFIGS[c.config]}."), \
-            f"{path} differs from the generator: run python -m codesign.reproduce --generate"
+            f"{path} differs from the generator: run python -m codesign.study --generate"
     for h in hbm_cases():
         assert (root / h.file).exists()
     p = load_problem(root / "resnet50_n128_ace.yaml")
@@ -177,7 +177,7 @@ def test_reduced_study_through_the_command_line(tmp_path, capsys):
 
 def test_full_study_entry_point_produces_the_keys(monkeypatch):
     # The full study's entry point with the solve and the HBM sweep stubbed: the summary's shape only.
-    import codesign.reproduce as R
+    import codesign.study.run as R
 
     def fake_case(problems_dir, case, time_limit=None):
         t = {"ace": 1.0, "ideal": 0.9}.get(case.config, 1.3)

@@ -24,13 +24,13 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from .pipeline.solution import Solution
-from .platform.collectives import phases
-from .platform.costs import collective_demands, collective_time
-from .platform.endpoint import Design
-from .problem.model import Problem
-from .schedule.iteration import build_iteration
-from .sim.replay import SimResult, simulate
+from ..pipeline.solution import Solution
+from ..platform.collectives import phases
+from ..platform.costs import collective_demands, collective_time
+from ..platform.endpoint import Design
+from ..problem.model import Problem
+from ..schedule.iteration import build_iteration
+from ..sim.replay import SimResult, simulate
 
 DRIVE = 0.95            # share of the ideal endpoint's all-reduce throughput that counts as "driving" the network
 HBM_SEARCH = (1e9, 1e14)  # bytes/s: the bisection's bracket

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from .reproduce_cases import CONFIGS, WORKLOAD_LABELS
+from .cases import CONFIGS, WORKLOAD_LABELS
 
 CASE_COLUMNS = ("key", "group", "workload", "npus", "shape", "config", "engine", "latency_s", "status", "gap",
                 "milp_s", "sim_s", "sim_vs_milp", "lower_bound_s", "milp_compute_s", "milp_exposed_s", "sim_compute_s",

@@ -1,15 +1,15 @@
 """Reproduce the ACE study (PAPER.md) with codesign: every case solved by the MILP and replayed.
 
-    python -m codesign.reproduce --generate     # (re)write problems/paper/ from reproduce_cases.py
+    python -m codesign.study --generate         # (re)write problems/paper/ from study/cases.py
     codesign reproduce [--json] [--out DIR]     # run the study (codesign/reproduce_cli.py)
 
-    from codesign.reproduce import run_study
+    from codesign.study.run import run_study
     study = run_study(workers=2)
     print(study.summary["workloads"]["resnet50"]["speedup_avg"])
 
-Each case (a problem file under problems/paper/, built by ``reproduce_cases``) is solved with
+Each case (a problem file under problems/paper/, built by ``study.cases``) is solved with
 ``codesign.solve`` and replayed with ``codesign.pipeline.validation.validate``; the HBM-bandwidth sweep runs a
-micro benchmark per network size and bandwidth (``reproduce_metrics``). Cases run in a local process
+micro benchmark per network size and bandwidth (``study.metrics``). Cases run in a local process
 pool, one solve per process at a time (HiGHS through Pyomo must not share a process). The summary's
 headline figures come from the simulator's replay of the MILP's designs; the MILP's own figures sit
 beside them under ``milp``. Times in seconds, bandwidths in bytes/s.
@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .errors import SpecError
-from .reproduce_cases import (BASELINES, HBM_ENGINES, HBM_NET_SCALES, SENSITIVITY_NPUS, SHAPES, WORKLOADS, Case,
-                              HbmCase, generate, hbm_cases, study_cases)
-from .reproduce_metrics import (busy_time, hbm_point, maximum, mean, milp_comm_intervals, network_load,
-                                sim_comm_intervals, utilization)
+from ..errors import SpecError
+from .cases import (BASELINES, HBM_ENGINES, HBM_NET_SCALES, SENSITIVITY_NPUS, SHAPES, WORKLOADS, Case, HbmCase,
+                    generate, hbm_cases, study_cases)
+from .metrics import (busy_time, hbm_point, maximum, mean, milp_comm_intervals, network_load, sim_comm_intervals,
+                      utilization)
 
 #: The paper's numbers (PAPER.md, from the abstract of Rashidi et al., ISCA 2021).
 PAPER = {
@@ -44,7 +44,7 @@ FIGURES = ("sim", "milp")
 
 def default_problems_dir() -> Path:
     """problems/paper/ of the source tree this package runs from."""
-    return Path(__file__).resolve().parent.parent / "problems" / "paper"
+    return Path(__file__).resolve().parents[2] / "problems" / "paper"
 
 
 # ---------------------------------------------------------------- the workers' side
@@ -59,9 +59,9 @@ def _quiet_worker() -> None:
 
 def run_case(problems_dir: str, case: Case, time_limit: float | None = None) -> dict[str, Any]:
     """Solve and replay one case; return its row (never raises: a failure is a row with ``error``)."""
-    from .pipeline.solve import solve
-    from .pipeline.validation import validate
-    from .problem.load import load_problem
+    from ..pipeline.solve import solve
+    from ..pipeline.validation import validate
+    from ..problem.load import load_problem
 
     t0 = time.perf_counter()
     row: dict[str, Any] = {"key": case.key, "group": case.group, "workload": case.workload, "npus": case.npus,
@@ -96,7 +96,7 @@ def run_case(problems_dir: str, case: Case, time_limit: float | None = None) -> 
 
 def run_hbm(problems_dir: str, npus: int, net_scale: float) -> dict[str, Any]:
     """The HBM sweep at one network size and bandwidth scale, as a row."""
-    from .problem.load import load_problem
+    from ..problem.load import load_problem
 
     t0 = time.perf_counter()
     row: dict[str, Any] = {"npus": npus, "shape": "x".join(map(str, SHAPES[npus])), "net_scale": net_scale, "error": ""}
@@ -148,7 +148,7 @@ def _pool(workers: int) -> Any:
     method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
     ctx = mp.get_context(method)
     if method == "forkserver":
-        ctx.set_forkserver_preload(["codesign.reproduce", "codesign.pipeline.solve", "codesign.pipeline.validation"])
+        ctx.set_forkserver_preload(["codesign.study.run", "codesign.pipeline.solve", "codesign.pipeline.validation"])
     return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_quiet_worker)
 
 
@@ -304,10 +304,10 @@ def summarize(rows: Sequence[dict[str, Any]], hrows: Sequence[dict[str, Any]]) -
     return out
 
 
-# ---------------------------------------------------------------- python -m codesign.reproduce --generate
+# ---------------------------------------------------------------- python -m codesign.study --generate
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m codesign.reproduce",
+    ap = argparse.ArgumentParser(prog="python -m codesign.study",
                                  description="Write the ACE study's problem files (problems/paper/).")
     ap.add_argument("--generate", action="store_true", help="(re)write every case's problem file")
     ap.add_argument("--dir", default=str(default_problems_dir()), help="where (default: problems/paper/)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from .reproduce_cases import CONFIGS, WORKLOAD_LABELS
+from .cases import CONFIGS, WORKLOAD_LABELS
 
 SIZE_COLORS = ("#4C72B0", "#55A868", "#DD8452", "#8172B3", "#937860")
 ENGINE_COLORS = {"baseline": "#C44E52", "ace": "#4C72B0"}
