@@ -8,11 +8,11 @@ import math
 
 import pytest
 
+from codesign.cli.study import register
 from codesign.pipeline.solve import solve
 from codesign.pipeline.validation import validate
 from codesign.platform.endpoint import Engine, Option, design_of
 from codesign.problem.load import load_problem
-from codesign.reproduce_cli import register
 from codesign.study.cases import (CONFIGS, HBM_ENGINES, SHAPES, HbmCase, case_document, dump, hbm_cases, hbm_document,
                                   study_cases)
 from codesign.study.metrics import (DRIVE, busy_time, least_bandwidth, milp_comm_intervals, model_time, network_load,

@@ -358,7 +358,7 @@ def solver(ctx: Ctx, s: Any, override_profile: str | None = None, top: Any = Non
 # ---------------------------------------------------------------- the whole problem
 
 TOP_KEYS = ("name", "description", "workload", "topology", "npu", "engine", "objective", "schedule", "solver",
-            "sweep")  # sweep: defaults for 'codesign sweep', read and checked by codesign.sweep_cli
+            "sweep")  # sweep: defaults for 'codesign sweep', read and checked by codesign.cli.explore
 
 
 def load_problem(path: str | Path, *, solver_profile: str | None = None) -> Problem:

@@ -1,7 +1,7 @@
 """Reproduce the ACE study (PAPER.md) with codesign: every case solved by the MILP and replayed.
 
     python -m codesign.study --generate         # (re)write problems/paper/ from study/cases.py
-    codesign reproduce [--json] [--out DIR]     # run the study (codesign/reproduce_cli.py)
+    codesign reproduce [--json] [--out DIR]     # run the study (codesign/cli/study.py)
 
     from codesign.study.run import run_study
     study = run_study(workers=2)

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import SpecError
+from ..errors import SpecError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -98,9 +98,9 @@ def _fmt(v: Any) -> str:
 
 def table(df: Any, pl: Any, limit: int = 200) -> str:
     """The summary table: each point's values as written, status, iteration time, area, power, design."""
-    from .pipeline.solution import DESIGN_KEYS
-    from .report.text import DESIGN_LABELS
-    from .spec.units import format_quantity
+    from ..pipeline.solution import DESIGN_KEYS
+    from ..report.text import DESIGN_LABELS
+    from ..spec.units import format_quantity
 
     design = [(c, DESIGN_LABELS[r]) for r, c in DESIGN_KEYS.items() if c in df.columns]
     heads = [p.path for p in pl.params]
@@ -124,8 +124,8 @@ def table(df: Any, pl: Any, limit: int = 200) -> str:
 
 
 def sweep_command(args: argparse.Namespace) -> int:
-    from .explore.plots import plot_sweep
-    from .explore.sweep import VALIDATE, load_document, plan, read_section, run_plan
+    from ..explore.plots import plot_sweep
+    from ..explore.sweep import VALIDATE, load_document, plan, read_section, run_plan
 
     _, _, section = load_document(args.problem)
     cfg = read_section(section, args.problem) if section is not None else {}
@@ -177,9 +177,9 @@ def sweep_command(args: argparse.Namespace) -> int:
 
 
 def pareto_command(args: argparse.Namespace) -> int:
-    from .explore.pareto import metric, pareto_front
-    from .problem.load import load_problem
-    from .report.text import design_text
+    from ..explore.pareto import metric, pareto_front
+    from ..problem.load import load_problem
+    from ..report.text import design_text
 
     problem = load_problem(args.problem, solver_profile=args.solver)
     front = pareto_front(problem, args.x, args.y, points=args.points, time_limit=_limit(args.time_limit))
@@ -204,10 +204,10 @@ def pareto_command(args: argparse.Namespace) -> int:
 
 
 def shadow_command(args: argparse.Namespace) -> int:
-    from .pipeline.shadow import shadow_prices
-    from .pipeline.solve import solve
-    from .problem.load import load_problem
-    from .report.text import design_text
+    from ..pipeline.shadow import shadow_prices
+    from ..pipeline.solve import solve
+    from ..problem.load import load_problem
+    from ..report.text import design_text
 
     problem = load_problem(args.problem, solver_profile=args.solver)
     sol = solve(problem, time_limit=_limit(args.time_limit))

@@ -4,11 +4,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .errors import SpecError
-from .pipeline.solution import DESIGN_KEYS
-from .platform.endpoint import Design, design_of
-from .problem.model import Problem
-from .schedule.serial import Order
+from ..errors import SpecError
+from ..pipeline.solution import DESIGN_KEYS
+from ..platform.endpoint import Design, design_of
+from ..problem.model import Problem
+from ..schedule.serial import Order
 
 
 def design_and_order(problem: Problem, solution_path: str | None) -> tuple[Design, Order | None]:

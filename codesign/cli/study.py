@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import SpecError
+from ..errors import SpecError
 
 Handler = Callable[[argparse.Namespace], int]
 DEFAULT_OUT = "out/ace_study"  # out/ is ignored by git
@@ -54,9 +54,9 @@ def _list(text: str | None, what: str, cast: Callable[[str], Any]) -> tuple | No
 
 
 def reproduce_command(args: argparse.Namespace) -> int:
-    from .study.cases import SHAPES, WORKLOADS
-    from .study.report import json_document, report_text, write_files
-    from .study.run import run_study
+    from ..study.cases import SHAPES, WORKLOADS
+    from ..study.report import json_document, report_text, write_files
+    from ..study.run import run_study
 
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise SpecError("--time-limit must be a positive number of seconds")
@@ -77,7 +77,7 @@ def reproduce_command(args: argparse.Namespace) -> int:
     out = Path(args.out)
     written = write_files(out, study.summary, study.cases, study.hbm)
     if not args.no_plots:
-        from .study.plots import write_plots
+        from ..study.plots import write_plots
         written += write_plots(out, study.summary, study.cases, study.hbm)
     if args.json:
         print(json.dumps(json_document(study.summary, study.cases), indent=1))

@@ -11,7 +11,7 @@ import math
 import sys
 from pathlib import Path
 
-from .errors import CodesignError
+from ..errors import CodesignError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,17 +42,17 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--astra-system", metavar="S", help="ASTRA-sim system text file")
     m.add_argument("--passes", type=int, default=1, metavar="K", help="ASTRA-sim training passes (default 1)")
     m.add_argument("--json", action="store_true", help="print one JSON document on stdout")
-    from .reproduce_cli import register as register_reproduce  # reproduce
-    from .sweep_cli import register as register_sweep  # sweep | pareto | shadow
+    from .explore import register as register_sweep  # sweep | pareto | shadow
+    from .study import register as register_reproduce  # reproduce
     ap.set_defaults(more_handlers={**register_sweep(sub), **register_reproduce(sub)})
     return ap
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from .pipeline.solve import solve
-    from .problem.load import load_problem
-    from .report.files import write_outputs
-    from .report.text import summary
+    from ..pipeline.solve import solve
+    from ..problem.load import load_problem
+    from ..report.files import write_outputs
+    from ..report.text import summary
 
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise_usage("--time-limit must be a positive number of seconds")
@@ -63,10 +63,10 @@ def _solve(args: argparse.Namespace) -> int:
     val = None
     sim_orders = None
     if not args.no_validate:
-        from .pipeline.validation import validate
+        from ..pipeline.validation import validate
         val = validate(problem, sol)
         if sol.order_policy == "optimize":
-            from .pipeline.order_compare import simulate_orders
+            from ..pipeline.order_compare import simulate_orders
             sim_orders = simulate_orders(problem, sol)
     if args.out:
         written = write_outputs(sol, problem, Path(args.out), validation=val)
@@ -80,10 +80,10 @@ def _solve(args: argparse.Namespace) -> int:
     else:
         print(summary(sol, problem, val))
         if sol.order_policy == "optimize":
-            from .report.text import order_comparison_lines
+            from ..report.text import order_comparison_lines
             print("\n".join(order_comparison_lines(sol, sim_orders)))
         if args.verbose:
-            from .report.text import diagnostics_text
+            from ..report.text import diagnostics_text
             print(diagnostics_text(sol))
         if args.out:
             print(f"wrote           {', '.join(str(w) for w in written)}")
@@ -93,13 +93,13 @@ def _solve(args: argparse.Namespace) -> int:
 
 
 def raise_usage(msg: str) -> None:
-    from .errors import SpecError
+    from ..errors import SpecError
     raise SpecError(msg)
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from .problem.load import load_problem
-    from .schedule.iteration import build_iteration
+    from ..problem.load import load_problem
+    from ..schedule.iteration import build_iteration
 
     p = load_problem(args.problem)
     it = build_iteration(p.workload, p.schedule.overlap)
@@ -118,10 +118,10 @@ def _simulate(args: argparse.Namespace) -> int:
         if not all(astra):
             raise_usage("simulate needs a problem file, or all of --astra-workload, --astra-network, --astra-system")
         return _simulate_astra(args)
-    from .problem.load import load_problem
-    from .report.plots import timeline_png
-    from .report.text import simulation_summary
-    from .sim.replay import simulate
+    from ..problem.load import load_problem
+    from ..report.plots import timeline_png
+    from ..report.text import simulation_summary
+    from ..sim.replay import simulate
     from .simulate_inputs import design_and_order
 
     if args.iterations < 4:
@@ -143,7 +143,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def simulation_doc(problem, design, res) -> dict:
-    from .schedule.bounds import lower_bound
+    from ..schedule.bounds import lower_bound
     lb = lower_bound(problem, design)
     return {"problem": problem.name, "engine": problem.engine.kind, "design": dict(design.values),
             "iteration_time_s": res.period_s, "compute_time_s": res.compute_time_s,
@@ -155,7 +155,7 @@ def simulation_doc(problem, design, res) -> dict:
 
 
 def _simulate_astra(args: argparse.Namespace) -> int:
-    from .astra.mode import simulate_astra
+    from ..astra.mode import simulate_astra
 
     if args.passes < 1:
         raise_usage("--passes must be at least 1")
