@@ -8,7 +8,7 @@ from ..platform.topology import Topology
 from ..workload.model import Workload
 
 OBJECTIVES = ("iteration_time", "area", "power")
-#: Network orders: a dispatch policy, or ``optimize``: chosen by the solver with the design (order_solve.py).
+#: Network orders: a dispatch policy, or ``optimize``: chosen by the solver with the design (milp/order_solve.py).
 ORDERS = ("lifo", "fifo", "optimize")
 
 
