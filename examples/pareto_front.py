@@ -17,7 +17,7 @@ from pathlib import Path
 
 import codesign
 from codesign.explore.pareto import pareto_front
-from codesign.report.text import design_text
+from codesign.pipeline.solution import design_text
 
 HERE = Path(__file__).resolve().parent
 

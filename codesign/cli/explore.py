@@ -98,8 +98,7 @@ def _fmt(v: Any) -> str:
 
 def table(df: Any, pl: Any, limit: int = 200) -> str:
     """The summary table: each point's values as written, status, iteration time, area, power, design."""
-    from ..pipeline.solution import DESIGN_KEYS
-    from ..report.text import DESIGN_LABELS
+    from ..pipeline.solution import DESIGN_KEYS, DESIGN_LABELS
     from ..spec.units import format_quantity
 
     design = [(c, DESIGN_LABELS[r]) for r, c in DESIGN_KEYS.items() if c in df.columns]
@@ -178,8 +177,8 @@ def sweep_command(args: argparse.Namespace) -> int:
 
 def pareto_command(args: argparse.Namespace) -> int:
     from ..explore.pareto import metric, pareto_front
+    from ..pipeline.solution import design_text
     from ..problem.load import load_problem
-    from ..report.text import design_text
 
     problem = load_problem(args.problem, solver_profile=args.solver)
     front = pareto_front(problem, args.x, args.y, points=args.points, time_limit=_limit(args.time_limit))
@@ -205,9 +204,9 @@ def pareto_command(args: argparse.Namespace) -> int:
 
 def shadow_command(args: argparse.Namespace) -> int:
     from ..pipeline.shadow import shadow_prices
+    from ..pipeline.solution import design_text
     from ..pipeline.solve import solve
     from ..problem.load import load_problem
-    from ..report.text import design_text
 
     problem = load_problem(args.problem, solver_profile=args.solver)
     sol = solve(problem, time_limit=_limit(args.time_limit))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InfeasibleError, SpecError
-from ..pipeline.solution import Solution
+from ..pipeline.solution import Solution, design_text
 from ..pipeline.solve import Extra, solve
 from ..problem.model import Objective, Problem
 
@@ -65,7 +65,6 @@ class ParetoFront:
     def to_frame(self) -> Any:
         import pandas as pd
 
-        from ..report.text import design_text
         return pd.DataFrame([{self.x: p.x, self.y: p.y, "role": p.role, "iteration_time_s": p.solution.iteration_time_s,
                               "area_mm2": p.solution.area_mm2, "power_w": p.solution.power_w,
                               "design": design_text(p.solution.design), "status": p.solution.status} for p in self.points])
@@ -192,8 +191,6 @@ def plot_front(front: ParetoFront, path: Path) -> Path:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from ..report.text import design_text
 
     sx, sy = SHOW[front.x], SHOW[front.y]
     xs = [p.x * sx for p in front.points]

@@ -1,14 +1,29 @@
-"""Result objects: what a solve found, in SI units, ready for reports and JSON."""
+"""Result objects: what a solve found, in SI units, ready for reports and JSON; and a design's values
+as text (``design_text``), which the reports and the explorations both print."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..milp.size import ModelSize
+from ..spec.units import BYTES, BYTES_PER_S, format_quantity
 
 #: JSON names of design values, with their units.
 DESIGN_KEYS = {"sram": "sram_bytes", "alu": "alu_rate_bytes_per_s", "dma": "dma_bandwidth_bytes_per_s",
                "comm_cores": "comm_cores", "comm_hbm_share": "comm_hbm_share"}
+
+#: A sized resource's label and unit dimension (None: a plain number), as the reports print it.
+DESIGN_LABELS = {"sram": ("SRAM", BYTES), "alu": ("ALU", BYTES_PER_S), "dma": ("DMA", BYTES_PER_S),
+                 "comm_cores": ("comm cores", None), "comm_hbm_share": ("comm HBM share", None)}
+
+
+def design_text(values: dict[str, float]) -> str:
+    """'SRAM 4 MiB, ALU 128 GB/s, ...' for a design's values (units per platform.endpoint.RESOURCES)."""
+    parts = []
+    for r, v in values.items():
+        label, dim = DESIGN_LABELS[r]
+        parts.append(f"{label} {format_quantity(v, dim) if dim else f'{v:g}'}")
+    return ", ".join(parts) if parts else "(nothing to size)"
 
 
 @dataclass(frozen=True)

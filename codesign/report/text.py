@@ -1,27 +1,13 @@
-"""Text reports: the terminal summaries of a solve and of a simulation, the order comparison, the
-diagnostics, and a design's values as text."""
+"""Text reports: the terminal summaries of a solve and of a simulation, the order comparison and the
+diagnostics (a design's values as text are ``pipeline.solution.design_text``, which explore uses too)."""
 from __future__ import annotations
 
-from ..pipeline.solution import Solution
+from ..pipeline.solution import Solution, design_text
 from ..problem.model import Problem
-from ..spec.units import BYTES, BYTES_PER_S, SECONDS, format_quantity
-
-#: A sized resource's label and unit dimension (None: a plain number), as the reports print it.
-DESIGN_LABELS = {"sram": ("SRAM", BYTES), "alu": ("ALU", BYTES_PER_S), "dma": ("DMA", BYTES_PER_S),
-                 "comm_cores": ("comm cores", None), "comm_hbm_share": ("comm HBM share", None)}
-
+from ..spec.units import BYTES, SECONDS, format_quantity
 
 #: The unit each objective is reported in ("custom": an extra hook's own objective, in its own units).
 OBJECTIVE_UNITS = {"iteration_time": "s", "area": "mm^2", "power": "W", "custom": ""}
-
-
-def design_text(values: dict[str, float]) -> str:
-    """'SRAM 4 MiB, ALU 128 GB/s, ...' for a design's values (units per endpoint.RESOURCES)."""
-    parts = []
-    for r, v in values.items():
-        label, dim = DESIGN_LABELS[r]
-        parts.append(f"{label} {format_quantity(v, dim) if dim else f'{v:g}'}")
-    return ", ".join(parts) if parts else "(nothing to size)"
 
 
 def summary(s: Solution, p: Problem, validation=None) -> str:
