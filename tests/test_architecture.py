@@ -1,0 +1,36 @@
+"""The architecture: codesign's packages keep the layers of .importlinter, and importing the package (or
+asking the command line for help) loads no solver, graph, dataframe or plotting library."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("pyomo", "highspy", "networkx", "pandas", "matplotlib")
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_import_contracts_are_kept():
+    r = _run("import sys; from importlinter.cli import lint_imports; "
+             "sys.exit(lint_imports(config_filename='.importlinter', no_cache=True, no_logo=True))")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 kept, 0 broken" in r.stdout, r.stdout
+
+
+def test_importing_codesign_loads_no_heavy_library():
+    r = _run(f"import sys, codesign; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "", f"import codesign loaded {r.stdout.strip()}"
+
+
+def test_command_line_help_loads_no_heavy_library():
+    r = _run("import sys; sys.argv = ['codesign', '--help']\n"
+             "from codesign.cli import main\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             f"print('loaded:', ' '.join(m for m in {HEAVY!r} if m in sys.modules))")
+    assert r.returncode == 0, r.stderr
+    assert "usage: codesign" in r.stdout and r.stdout.rstrip().endswith("loaded:"), r.stdout
