@@ -48,7 +48,7 @@ def test_resnet50_problem_is_optimal_in_seconds():
 def test_summary_and_out_dir(tmp_path):
     r = run("solve", "problems/quickstart.yaml", "--out", str(tmp_path / "o"), "--solver", "fast")
     assert r.returncode == 0, r.stderr
-    for line in ("design", "iteration time", "solver", "model"):
+    for line in ("design", "iteration time", "solver", "search", "any order", "replayed"):
         assert re.search(rf"^{line}\s", r.stdout, re.M), r.stdout
     assert "bound" in r.stdout and "gap" in r.stdout
     for f in ("solution.json", "schedule.csv", "summary.txt", "gantt.png"):

@@ -94,13 +94,6 @@ def test_least_bandwidth_brackets():
     assert least_bandwidth(lambda b: 0.1, 0.5, (1.0, 1e6)) == 1.0          # always fast enough
 
 
-def test_model_time_is_the_milp_optimum_of_the_micro_benchmark():
-    for eng in HBM_ENGINES:
-        p = load_problem(default_problems_dir() / HbmCase(64, eng).file)
-        sol = solve(p)
-        assert model_time(p, design_of(p.engine, sol.choice)) == pytest.approx(sol.iteration_time_s, rel=1e-9)
-
-
 # ---------------------------------------------------------------- speedup and the best baseline
 
 def _row(config: str, milp: float, sim: float, util: float = 0.5, **kw) -> dict:

@@ -222,16 +222,19 @@ def test_gnmt_flops_per_sample():
 
 @pytest.mark.parametrize("engine", [Engine("ideal"), ace([(100e9, 1.0), (400e9, 2.0)])], ids=["ideal", "ace"])
 def test_gnmt_solves_end_to_end(engine):
-    """GNMT on a 4x4 torus (two rings of 4, 50 GB/s links): optimal, and the compute time is the sum of
-    each task's roofline time, max(FLOPs / FLOP/s, bytes / HBM bandwidth left to compute)."""
+    """GNMT on a 4x4 torus (two rings of 4, 50 GB/s links): optimal, and the compute time lies between
+    the sum of each task's roofline time on the whole NPU, max(FLOPs / FLOP/s, bytes / HBM bandwidth), and
+    the same with the engine's DMA bandwidth taken from HBM all the time (it is taken only while it runs)."""
     torus = Topology((Dim("x", "ring", 4, 1, 50e9, 500e-9), Dim("y", "ring", 4, 1, 50e9, 500e-9)))
     p = problem(gnmt(), torus, engine)
     s = solve(p)
     assert s.status == "optimal"
-    hbm = p.npu.hbm_bandwidth - s.design.get("dma", 0.0)
-    roofline = sum(max((c.demand.flops or 0) / p.npu.compute_flops, (c.demand.hbm_bytes or 0) / hbm)
+
+    def roofline(hbm: float) -> float:
+        return sum(max((c.demand.flops or 0) / p.npu.compute_flops, (c.demand.hbm_bytes or 0) / hbm)
                    for c in build_iteration(p.workload).computes)
-    assert s.compute_time_s == pytest.approx(roofline, rel=1e-9)
+    assert roofline(p.npu.hbm_bandwidth) * (1 - 1e-9) <= s.compute_time_s
+    assert s.compute_time_s <= roofline(p.npu.hbm_bandwidth - s.design.get("dma", 0.0)) * (1 + 1e-9)
     assert s.iteration_time_s >= s.compute_time_s * (1 - 1e-9)
 
 

@@ -61,27 +61,21 @@ def _solve(args: argparse.Namespace) -> int:
         raise_usage("--refine must be a non-negative number of seconds")
     sol = solve(problem, time_limit=args.time_limit, diagnose=args.verbose, refine_s=args.refine)
     val = None
-    sim_orders = None
     if not args.no_validate:
         from ..pipeline.validation import validate
         val = validate(problem, sol)
-        if sol.order_policy == "optimize":
-            from ..pipeline.order_compare import simulate_orders
-            sim_orders = simulate_orders(problem, sol)
     if args.out:
         written = write_outputs(sol, problem, Path(args.out), validation=val)
     if args.json:
         doc = sol.to_dict()
         if val is not None:
             doc["validation"] = val.to_dict()
-        if sim_orders is not None:
-            doc["simulated_orders"] = sim_orders
         print(json.dumps(doc, indent=2))
     else:
         print(summary(sol, problem, val))
         if sol.order_policy == "optimize":
             from ..report.text import order_comparison_lines
-            print("\n".join(order_comparison_lines(sol, sim_orders)))
+            print("\n".join(order_comparison_lines(sol)))
         if args.verbose:
             from ..report.text import diagnostics_text
             print(diagnostics_text(sol))

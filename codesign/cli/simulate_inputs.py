@@ -8,11 +8,11 @@ from ..errors import SpecError
 from ..pipeline.solution import DESIGN_KEYS
 from ..platform.endpoint import Design, design_of
 from ..problem.model import Problem
-from ..schedule.serial import Order
+from ..schedule.iteration import Order
 
 
 def design_and_order(problem: Problem, solution_path: str | None) -> tuple[Design, Order | None]:
-    """The design to replay and the network order (None: the problem's policy)."""
+    """The design to replay and its dispatch priorities (None: the problem's policy)."""
     eng = problem.engine
     if solution_path is None:
         open_ = [r for r, opts in eng.resources.items() if len(opts) > 1]
@@ -43,11 +43,11 @@ def design_and_order(problem: Problem, solution_path: str | None) -> tuple[Desig
         if not match:
             raise SpecError(f"{v!r} is not one of the problem's options for {r}", file=file, path=f"design.{key}")
         choice[r] = match[0]
-    seq = doc.get("priority") or doc.get("order", {}).get("sequence")
+    seq = doc.get("priority")
     order = None
     if seq is not None:
         try:
             order = tuple((int(k), int(off)) for k, off in seq)
         except (TypeError, ValueError):
-            raise SpecError("expected a list of [collective, offset] pairs", file=file, path="order.sequence") from None
+            raise SpecError("expected a list of [collective, offset] pairs", file=file, path="priority") from None
     return design_of(eng, choice), order

@@ -51,7 +51,7 @@ def solution_row(s: Solution) -> dict[str, Any]:
     row = {c: getattr(s, c) for c in RESULT_COLUMNS if c not in ("error",)}
     row["error"] = "; ".join(s.notes)
     row.update({DESIGN_KEYS[r]: v for r, v in s.design.items()})
-    row.update(order_rounds=s.order_rounds, order_stable=s.order_stable)
+    row.update(evaluations=s.evaluations, master_solves=s.master_solves)
     return row
 
 

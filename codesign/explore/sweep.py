@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MODES = ("grid", "one_at_a_time")
-TAIL_COLUMNS = ("order_rounds", "order_stable", "worker", "wall_s")
+TAIL_COLUMNS = ("evaluations", "master_solves", "worker", "wall_s")
 
 
 def _validate_point(problem: Problem, solution: Solution) -> dict[str, Any]:

@@ -9,20 +9,15 @@ Time coefficients are in the model's time unit (TIME_UNIT seconds): HiGHS's tole
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..platform.costs import (CollectiveDemands, collective_demands, compute_slowdowns, compute_time_terms,
-                              endpoint_rates, phase_resource_times, sram_interval)
+from ..platform.costs import CollectiveDemands, collective_demands, endpoint_rates, phase_resource_times
 from ..platform.endpoint import Design, Engine
 from ..problem.model import Problem
 from ..schedule.iteration import Iteration, build_iteration
 
 TIME_UNIT = 1e-6  # seconds per model time unit: the MILP's clock runs in microseconds
 
-#: The endpoint rate (costs.endpoint_rates key) that each sized resource sets.
-RATE_OF = {"comm_hbm_share": "hbm", "comm_cores": "cores", "alu": "alu", "dma": "dma", "sram": "sram"}
-#: Per engine, the resource that sets the cores left to compute and the one that sets the HBM left.
-COMPUTE_DRIVERS = {"baseline": ("comm_cores", "comm_hbm_share"), "ace": (None, "dma"), "ideal": (None, None)}
 #: Per engine, the resource behind each endpoint time of a phase.
 PHASE_DRIVERS = {"baseline": {"hbm": "comm_hbm_share", "cores": "comm_cores"}, "ace": {"alu": "alu", "dma": "dma"},
                  "ideal": {}}
@@ -41,6 +36,7 @@ class ModelData:
     problem: Problem
     iteration: Iteration
     demands: list[CollectiveDemands]
+    _phase_cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def engine(self) -> Engine:
@@ -59,24 +55,38 @@ class ModelData:
 
     def phase_terms(self, k: int, i: int) -> list[Term]:
         """The endpoint times of a chunk in phase i of collective k, one Term per endpoint resource."""
-        dem, kind = self.demands[k], self.engine.kind
-        return [self._term(res, lambda v, rk=rk, res=res: phase_resource_times(dem, i, kind, self._rates(res, v))[rk])
-                for rk, res in PHASE_DRIVERS[kind].items()]
+        hit = self._phase_cache.get((k, i))
+        if hit is None:
+            dem, kind = self.demands[k], self.engine.kind
+            hit = [self._term(res, lambda v, rk=rk, res=res: phase_resource_times(dem, i, kind, self._rates(res, v))[rk])
+                   for rk, res in PHASE_DRIVERS[kind].items()]
+            self._phase_cache[k, i] = hit
+        return hit
 
-    def sram_term(self, k: int) -> Term:
-        return self._term("sram", lambda v: sram_interval(self.demands[k], v))
-
-    def compute_terms(self, j: int) -> list[Term]:
-        """The core-bound and memory-bound times of compute task j; its duration is the larger."""
-        task, npu, kind = self.iteration.computes[j].demand, self.problem.npu, self.engine.kind
-        out = []
-        for which, res in enumerate(COMPUTE_DRIVERS[kind]):
-            def f(v: float | None, res=res, which=which) -> float:
-                vals = {} if res is None else {res: v}
-                left = compute_slowdowns(self.engine, npu, Design(kind, vals))
-                return compute_time_terms(task, npu, *left)[which]
-            out.append(self._term(res, f))
+    def phase_values(self, choice: dict[str, int]) -> dict[tuple[int, int], float]:
+        """A chunk's time alone on the endpoint in each phase (k, i) at the design ``choice`` (us): the
+        largest of its link time and its endpoint terms at the chosen options (``pools.alone_rate``)."""
+        out = {}
+        for k, dem in enumerate(self.demands):
+            for i, link in enumerate(dem.phase_link_s):
+                v = link / TIME_UNIT
+                for t in self.phase_terms(k, i):
+                    v = max(v, t.coeffs[choice[t.resource]] if t.resource is not None else t.coeffs[0])
+                out[k, i] = v
         return out
+
+    def pool_load_terms(self) -> list[Term]:
+        """Per endpoint resource, one iteration's demand on it over its capacity (us): what a period must
+        hold when every chunk-phase's traffic passes through the pool that resource sizes."""
+        chunks = self.problem.schedule.chunks
+        acc: dict[str | None, list[float]] = {}
+        for k, dem in enumerate(self.demands):
+            for i in range(len(dem.phase_dims)):
+                for t in self.phase_terms(k, i):
+                    tot = acc.setdefault(t.resource, [0.0] * len(t.coeffs))
+                    for o, c in enumerate(t.coeffs):
+                        tot[o] += chunks * c
+        return [Term(r, tuple(v)) for r, v in acc.items()]
 
 
 def model_data(problem: Problem) -> ModelData:

@@ -1,9 +1,8 @@
 """Model diagnostics for ``--verbose``: how big a model is, how big its big-M constants are, and how far
 its LP relaxation's bound is from the final bound (the strength of a formulation in one number).
 
-Two sources: a Pyomo model (the LIFO/FIFO co-design model of ``model.py``, or the naive baseline of
-``benchmarks/naive_bigm.py``) and an ``order_solve.OrderResult`` (the decomposition behind
-``order: optimize``). Both become a plain dict, so the Solution can carry it into JSON.
+The model is the design master (``master.py``); the search adds what it evaluated. It all becomes a
+plain dict, so the Solution can carry it into JSON.
 Bounds are in the objective's unit (microseconds for the iteration time, mm^2, W).
 """
 from __future__ import annotations
@@ -52,27 +51,16 @@ def pyomo_diagnostics(m: pyo.ConcreteModel, final_bound: float | None, *, lp: bo
             "final_bound": final_bound, "lp_time_s": time.perf_counter() - t0}
 
 
-def order_diagnostics(res) -> dict[str, Any]:
-    """What the order decomposition did (``order_solve.OrderResult``): designs enumerated, dropped,
-    pruned and solved; the largest order MILP; root LP against final bound where a MILP ran."""
-    recs = res.records
-    how: dict[str, int] = {}
-    for r in recs:
-        how[r.how] = how.get(r.how, 0) + 1
-    milps = [r for r in recs if r.milp_size is not None]
-    largest = max(milps, key=lambda r: r.milp_size[0]).milp_size if milps else (0, 0, 0)
-    chosen = next((r for r in recs if r.choice == res.choice), None)
-    roots = [r.root_lp_us for r in milps if r.root_lp_us is not None]
-    return {"kind": "order", "designs_in_budget": res.budget_feasible, "dominated": res.dominated,
-            "settled": how, "milps": len(milps), "variables": largest[0], "binaries": largest[1],
-            "constraints": largest[2], "largest_big_m": 0.0,
-            "milp_time_s": sum(r.milp_time_s for r in recs), "nodes": sum(r.nodes for r in recs),
-            "lp_time_s": sum(r.lp_time_s for r in recs),
-            "selections": sum(r.selections for r in recs), "fixed_columns": sum(r.fixed for r in recs),
-            "root_lp_bound": min(roots) if roots else None,
-            "horn_bound": min(r.lower_us for r in recs) if recs else None,
-            "chosen_design_bound": chosen.lower_us if chosen else None,
-            "final_bound": res.bound_us}
+def search_diagnostics(master, res, search) -> dict[str, Any]:
+    """What the design search did (``pipeline/search.py``): the master's size, largest big-M and root LP
+    bound against the final bound, the interval cuts it added, and every design the simulator evaluated
+    (its options, simulated period, the period its cut carries, and its plateau)."""
+    d = pyomo_diagnostics(master.model, res.bound)
+    d.update(kind="search", master_solves=res.master_solves, interval_cuts=len(master.model.interval),
+             evaluations=[{"choice": dict(v.choice), "simulated_us": v.simulated_us,
+                           "cut_us": v.evaluation.period_us, "plateau": sorted(v.evaluation.plateau)}
+                          for v in search.visits])
+    return d
 
 
 def _num(x: float | None, unit: str) -> str:
@@ -87,16 +75,13 @@ def diagnostics_lines(d: dict[str, Any], unit: str = "us") -> list[str]:
         return []
     lines = [(f"model size      {d['variables']} variables, {d['binaries']} binaries, {d['constraints']} "
               f"constraints; largest big-M {d['largest_big_m']:.6g}")]
-    if d["kind"] == "order":
-        settled = ", ".join(f"{k} {v}" for k, v in sorted(d["settled"].items()))
-        lines[0] = (f"order solve     {d['designs_in_budget']} designs in budget, {d['dominated']} dominated, "
-                    f"of the rest: {settled}")
-        lines.append(f"order MILPs     {d['milps']} solved by HiGHS ({d['milp_time_s']:.2f} s, {d['nodes']} nodes, "
-                     f"{d['selections']} immediate selections, {d['fixed_columns']} columns fixed by windows and "
-                     f"reduced costs); largest {d['variables']} variables, "
-                     f"{d['binaries']} binaries, {d['constraints']} constraints; no big-M (largest 0)")
-        lines.append(f"bounds          Horn (preemptive) {_num(d['horn_bound'], unit)}, root LP "
-                     f"{_num(d['root_lp_bound'], unit)}, final {_num(d['final_bound'], unit)}")
-    else:
-        lines.append(f"bounds          root LP {_num(d['root_lp_bound'], unit)}, final {_num(d['final_bound'], unit)}")
+    lines.append(f"bounds          root LP {_num(d['root_lp_bound'], unit)}, final {_num(d['final_bound'], unit)}")
+    if d.get("kind") == "search":
+        lines.append(f"search          {d['master_solves']} master solves, {d['interval_cuts']} interval cuts, "
+                     f"{len(d['evaluations'])} designs evaluated in the simulator:")
+        for e in d["evaluations"]:
+            opts = ", ".join(f"{r} #{o}" for r, o in e["choice"].items())
+            plateau = f"; also covers larger {', '.join(e['plateau'])}" if e["plateau"] else ""
+            lines.append(f"                {opts}: simulated {e['simulated_us']:.6g} us, cut {e['cut_us']:.6g} us"
+                         f"{plateau}")
     return lines

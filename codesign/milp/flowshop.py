@@ -8,12 +8,12 @@ time and its memory and reduction demands over the pools), ACE's SRAM holds a ch
 to its last phase, and compute never runs faster than on the full NPU. Relax everything else
 (pool sharing, compute contention, the dispatch rule) and what is left is a flow shop with one
 machine per dimension, re-entrant routes (reduce-scatter and all-gather visit a dimension twice) and
-a cumulative SRAM. For data-parallel iterations (order_data.separable) the period is
+a cumulative SRAM. For data-parallel iterations (lateness.separable) the period is
 T = P + max(0, max_k C_k - d_k) with nominal compute, and each of the following is a valid bound:
 
   dim d        one machine, preemption allowed: collective k brings work m * sum of its alone times on
                d, released at r_k + head (its first chunk's phases before d), due at d_k - tail (its
-               last chunk's phases after d): Horn's bound on L_max (order_data.horn_bound);
+               last chunk's phases after d): Horn's bound on L_max (lateness.horn_bound);
   collective   k alone: r_k + for each dimension d, the phases before d's first visit + m times its
                per-chunk work on d + the phases after d's last visit (reduce-scatter and all-gather
                visit a dimension twice, so "sum + (m - 1) max" would overstate a re-entrant route), and
@@ -44,7 +44,7 @@ from ..problem.model import Problem
 from ..schedule.bounds import LowerBound
 from ..schedule.iteration import build_iteration
 from .data import TIME_UNIT
-from .order_data import Instance, horn_bound, instance, separable
+from .lateness import Instance, horn_bound, instance, separable
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,24 @@
-"""Shadow prices: what one more unit of a resource is worth in iteration time, at a fixed design.
+"""Shadow prices: what one more unit of a resource is worth in iteration time, at the chosen design.
 
-With the design (every option binary) and the network order fixed, the co-design model is an LP in the
-start times, durations and the period T (microseconds). Its constraint duals say how T moves when a
-constraint's right-hand side moves: dT = sum_c dual_c * d(rhs_c). A resource's bandwidth or size enters
-the LP only through right-hand sides (link time = bytes / bandwidth + latency, HBM time = bytes / rate,
-SRAM interval = chunk x residence / size, compute slowed by the HBM left to it...), so by the chain rule
+At a fixed design the platform's schedule is an LP (``milp/platform.py``): every chunk-phase on its
+dimension in the order the simulator served it, every duration as the replay realized it, and the
+period T its least solution (equal to the replay's). Its constraint duals say how T moves when a
+constraint's right-hand side moves: dT = sum_c dual_c * d(rhs_c). A resource enters the LP only through
+durations, which sit in right-hand sides, so by the chain rule
 
     dT/d(theta) = sum_c dual_c * d(rhs_c)/d(theta).
 
-d(rhs_c)/d(theta) is read off the model itself: the LP is built again with theta moved up by a relative
-1e-6, and each constraint's constant part is differenced. A forward difference, because "one more" is
-the direction asked about, and because a right-hand side may itself have a breakpoint there (ACE's SRAM
-term changes form when the SRAM is exactly a chunk's size, as in the quickstart). Nothing here depends
-on which constraint encodes what, so a new constraint in the model is priced without change here; the
-coefficients of the variables must not depend on theta (checked).
+How a duration moves with theta: a chunk-phase's realized time is its time alone on the endpoint
+(link time = bytes / bandwidth + latency; memory and reduction demand over their pools) stretched by
+what it shared with others; a compute task's is its time at the full NPU stretched by what
+communication took from it. The stretch is held where the replay left it (exact when nothing was
+shared, a first-order model otherwise), so d(rhs_c)/d(theta) is read off the LP built again with theta
+moved up by a relative 1e-6 and each constraint's constant part differenced.
 
-At a kink (two critical paths tied, or such a breakpoint) T is not differentiable and the LP's dual is
-one subgradient of several. So each price is checked against the one-sided derivative of the replay
-(the event replay of the same design and order, exact for it) and flagged ``kink`` where they differ;
-``plus_step_us`` is one whole step of the resource, replayed.
+At a kink (two critical paths tied, a term at a breakpoint, or a stretch that moves) T is not
+differentiable as the LP says, so each price is checked against the one-sided derivative of the replay
+itself and flagged ``kink`` where they differ; ``plus_step_us`` is one whole step of the resource,
+replayed.
 
 Reported per resource: the marginal ``dT_dvalue`` (seconds of iteration time per SI unit: s per B/s,
 s per byte) and ``saves_us_per_step``: microseconds of iteration time one more step (1 GB/s, 1 MiB, one
@@ -37,11 +37,12 @@ from pyomo.repn import generate_standard_repn
 
 from ..errors import SolverError, SpecError
 from ..milp.data import TIME_UNIT, model_data
-from ..milp.model import build_model
+from ..milp.master import nominal_compute_us
+from ..milp.platform import build_platform_lp, realized_durations
+from ..platform.endpoint import design_of
 from ..problem.model import Problem
-from ..schedule.serial import Order, run_sequence
+from ..sim.replay import simulate
 from .solution import Solution
-from .solve import durations
 
 REL_H = 1e-6  # relative forward step for d(rhs)/d(theta) and the one-sided derivative
 #: unit label and "one more" step of each kind of resource, in SI
@@ -125,11 +126,34 @@ def resources(problem: Problem, choice: dict[str, int]) -> list[tuple[str, str, 
     return out
 
 
-def _lp(problem: Problem, choice: dict[str, int], order: Order) -> pyo.ConcreteModel:
-    m = build_model(model_data(problem), order, objective="iteration_time", fixed_choice=choice)
-    for v in m.y.values():
-        v.domain = pyo.Reals  # fixed anyway; an integer column, even fixed, makes HiGHS withhold the duals
-    return m
+class _Platform:
+    """The chosen design's replay and its durations, and the LP at the same structure for a moved problem."""
+
+    def __init__(self, problem: Problem, solution: Solution):
+        self.problem, self.choice, self.priority = problem, dict(solution.choice), solution.priority
+        design = design_of(problem.engine, self.choice)
+        self.sim = simulate(problem, design, order=self.priority, record=True)
+        self.phase0, self.compute0 = realized_durations(self.sim.realized)
+        self.alone0, self.nominal0 = self._alone(problem)
+
+    def _alone(self, problem: Problem) -> tuple[dict[tuple[int, int], float], list[float]]:
+        md = model_data(problem)
+        return md.phase_values(self.choice), nominal_compute_us(md)
+
+    def lp(self, problem: Problem) -> pyo.ConcreteModel:
+        """The LP with each duration stretched as in the replay, from ``problem``'s alone times."""
+        alone, nominal = self._alone(problem)
+        phase = {(k, c, i): d * _ratio(alone[k, i], self.alone0[k, i]) for (k, c, i), d in self.phase0.items()}
+        compute = [d * _ratio(n, n0) for d, n, n0 in zip(self.compute0, nominal, self.nominal0)]
+        return build_platform_lp(model_data(problem), self.sim.realized, phase_us=phase, compute_us=compute)
+
+    def replay(self, problem: Problem) -> float:
+        """The replay's period (s) of the same design and order on ``problem``."""
+        return simulate(problem, design_of(problem.engine, self.choice), order=self.priority).period_s
+
+
+def _ratio(x: float, x0: float) -> float:
+    return x / x0 if x0 > 0 else 1.0
 
 
 def _rhs(m: pyo.ConcreteModel) -> tuple[list[str], list[float], list[tuple]]:
@@ -146,7 +170,7 @@ def _rhs(m: pyo.ConcreteModel) -> tuple[list[str], list[float], list[tuple]]:
 
 
 def solve_lp(m: pyo.ConcreteModel) -> tuple[float, dict[str, float]]:
-    """Solve the fixed-design LP: (T in us, dual per constraint name)."""
+    """Solve a fixed-design LP: (T in us, dual per constraint name)."""
     res = SolverFactory("highs").solve(m, load_solutions=False, raise_exception_on_nonoptimal_result=False,
                                        tee=False, solver_options={"output_flag": False})
     if res.termination_condition != TC.convergenceCriteriaSatisfied:
@@ -155,44 +179,36 @@ def solve_lp(m: pyo.ConcreteModel) -> tuple[float, dict[str, float]]:
     return float(res.incumbent_objective), {c.name: float(v) for c, v in duals.items()}
 
 
-def replay_period(problem: Problem, choice: dict[str, int], order: Order) -> float:
-    """T (s) of the design and order by the event replay (equal to the LP's optimum)."""
-    md = model_data(problem)
-    pc, dc = durations(md, choice)
-    return run_sequence(md.iteration, pc, dc, order).period_s
-
-
 def shadow_prices(problem: Problem, solution: Solution, *, only: list[str] | None = None) -> ShadowReport:
     """The price of every resource (or of the param paths in ``only``) at ``solution``'s design and order."""
-    choice, order = dict(solution.choice), solution.order
-    m0 = _lp(problem, choice, order)
+    plat = _Platform(problem, solution)
+    m0 = plat.lp(problem)
     T0, duals = solve_lp(m0)
-    names, _, c0 = _rhs(m0)
+    names, r0, c0 = _rhs(m0)
     lam = [duals.get(n, 0.0) for n in names]
-    T_replay = replay_period(problem, choice, order)
-    res = resources(problem, choice)
+    T_replay = plat.sim.period_s
+    if abs(T0 * TIME_UNIT - T_replay) > 1e-6 * T_replay:
+        raise SolverError(f"the platform LP's period {T0:.6g} us differs from the replay's "
+                          f"{T_replay / TIME_UNIT:.6g} us")
+    res = resources(problem, plat.choice)
     if only:
         unknown = [o for o in only if o not in {r[0] for r in res}]
         if unknown:
             raise SpecError(f"no priced resource {unknown[0]!r}; expected one of {', '.join(r[0] for r in res)}")
         res = [r for r in res if r[0] in only]
-    _, r0, _ = _rhs(m0)
     prices = []
     for path, label, unit, value, setter in res:
         h = value * REL_H
-        n, r1, c = _rhs(_lp(setter(problem, value + h), choice, order))
+        n, r1, c = _rhs(plat.lp(setter(problem, value + h)))
         if n != names or c != c0:
             raise SolverError(f"{path}: the LP's structure or coefficients move with the parameter; "
                               "the chain rule on right-hand sides does not apply")
         dT_us = sum(lm * (a - b) for lm, a, b in zip(lam, r1, r0)) / h
-        one_sided = (replay_period(setter(problem, value + h), choice, order) - T_replay) / h  # s per unit
+        one_sided = (plat.replay(setter(problem, value + h)) - T_replay) / h  # s per unit
         kink = abs(dT_us * TIME_UNIT - one_sided) > 1e-3 * max(abs(one_sided), abs(dT_us * TIME_UNIT)) + 1e-6 * (
             T_replay / value)
         step_label, step = STEPS[unit]
-        plus = (T_replay - replay_period(setter(problem, value + step), choice, order)) / TIME_UNIT
+        plus = (T_replay - plat.replay(setter(problem, value + step))) / TIME_UNIT
         prices.append(ShadowPrice(path, label, value, unit, step_label, dT_us * TIME_UNIT + 0.0,
                                   -dT_us * step + 0.0, plus + 0.0, one_sided + 0.0, kink))  # + 0.0: no '-0'
-    if abs(T0 * TIME_UNIT - T_replay) > 1e-6 * T_replay:
-        raise SolverError(f"the fixed-design LP's period {T0:.6g} us differs from the replay's "
-                          f"{T_replay / TIME_UNIT:.6g} us")
     return ShadowReport(solution.problem, dict(solution.design), T_replay, tuple(prices))

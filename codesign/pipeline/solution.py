@@ -39,19 +39,23 @@ class ScheduledTask:
 
 @dataclass(frozen=True)
 class Solution:
-    """The answer to one problem.
+    """The answer to one problem, about the platform as the simulator runs it.
 
-    ``status``: optimal | time_limit (an incumbent, not proven optimal; see gap) | infeasible.
-    ``iteration_time_s`` is the steady-state period of the chosen design under its network order;
-    ``bound_s`` the solver's proven lower bound on it (minimizing iteration time only);
-    ``objective``/``objective_bound`` are in the objective's unit (s, mm^2 or W).
-    ``order_comparison`` (``order: optimize`` only): the period (s) of the chosen order and of LIFO's and
-    FIFO's at the chosen design, in the MILP's serial network model (keys ``optimized_s``, ``lifo_s``,
-    ``fifo_s``). ``diagnostics``: model statistics when the solve was asked for them (``--verbose``).
-    ``replay_bound_s`` (``order: optimize``): a lower bound on the simulated period at this design, for
-    any order (milp/flowshop.py: the per-dimension flow-shop relaxation). ``priority``: when the solve
-    refined them, collectives as dispatch priorities for the chunk-grain replay (highest first, offsets
-    as in ``order``); ``order`` stays the serial network's sequence that ``iteration_time_s`` is for.
+    ``status``: optimal (no design within the constraints does better in the simulator, within the MIP
+    gap) | time_limit (the best design found; see gap) | feasible (``order: optimize``: the orders tried
+    leave a gap to the proven bound) . ``iteration_time_s``: the chosen design's simulated steady-state
+    period under its order (the problem's policy, or ``priority``). ``bound_s`` (minimizing iteration
+    time): a proven lower bound on the simulated period of every design within the constraints (with
+    ``order: optimize``, under every order). ``objective``/``objective_bound``: in the objective's unit
+    (s, mm^2, W, or an extra hook's). ``compute_time_s``/``exposed_comm_s``: simulated compute per
+    iteration (slowed where communication took cores or HBM bandwidth) and the rest of the period;
+    ``comm_time_s``: the collectives' spans (first chunk in to last chunk out), summed. ``schedule``: one
+    steady-state iteration as simulated. ``order``: its collectives in the order their first chunk started.
+    ``evaluations``/``master_solves``: designs the simulator evaluated, solves of the master MILP (of
+    size ``model``). ``any_order_bound_s``: a proven lower bound on the chosen design's simulated period
+    under any network order. ``order_comparison`` (``order: optimize``): the simulated period (s) of each
+    order tried at the chosen design. ``priority``: the dispatch priorities replayed (collectives highest
+    first, as ``sim.replay.simulate`` takes them), or None for the policy. ``sim``: the replay itself.
     """
 
     problem: str
@@ -74,15 +78,16 @@ class Solution:
     schedule: tuple[ScheduledTask, ...]
     order_policy: str
     order: tuple[tuple[int, int], ...]
-    order_rounds: int
-    order_stable: bool
-    model: ModelSize
+    evaluations: int
+    master_solves: int
+    model: ModelSize | None
     chunks: int = 1
     notes: tuple[str, ...] = field(default_factory=tuple)
     order_comparison: dict[str, float] | None = None
     diagnostics: dict[str, Any] | None = None
-    replay_bound_s: float | None = None
+    any_order_bound_s: float | None = None
     priority: tuple[tuple[int, int], ...] | None = None
+    sim: Any = field(default=None, compare=False, repr=False)
 
     @property
     def design_named(self) -> dict[str, float]:
@@ -97,12 +102,12 @@ class Solution:
             "engine": self.engine, "design": self.design_named, "area_mm2": self.area_mm2, "power_w": self.power_w,
             "compute_time_s": self.compute_time_s, "exposed_comm_s": self.exposed_comm_s,
             "comm_time_s": self.comm_time_s, "chunks": self.chunks,
-            "order": {"policy": self.order_policy, "rounds": self.order_rounds, "stable": self.order_stable,
-                      "sequence": [list(x) for x in self.order]},
+            "order": {"policy": self.order_policy, "sequence": [list(x) for x in self.order]},
+            "search": {"evaluations": self.evaluations, "master_solves": self.master_solves},
             "schedule": [asdict(t) for t in self.schedule],
-            "model": asdict(self.model), "notes": list(self.notes),
+            "model": asdict(self.model) if self.model is not None else None, "notes": list(self.notes),
+            "any_order_bound_s": self.any_order_bound_s,
             **({"order_comparison": self.order_comparison} if self.order_comparison is not None else {}),
             **({"diagnostics": self.diagnostics} if self.diagnostics is not None else {}),
-            **({"replay_bound_s": self.replay_bound_s} if self.replay_bound_s is not None else {}),
             **({"priority": [list(x) for x in self.priority]} if self.priority is not None else {}),
         }

@@ -1,61 +1,116 @@
-"""One solve, end to end: problem -> MILP(s) on HiGHS -> Solution.
+"""One solve, end to end: problem -> design search (master MILP on HiGHS, simulator) -> Solution.
 
-The network order is a policy (LIFO or FIFO), but which collectives wait for which depends on their
-durations, and those depend on the design. So the solve is a fixed point: replay the policy at a design
-to get the order, solve the MILP for the best design under that order, and repeat until the policy
-replayed at the MILP's design gives back the order the MILP used (usually one or two rounds). The
-result is optimal for that order, and the order is the one the policy really produces at that design.
+codesign answers with the design whose simulated steady-state period is least (or, minimizing area or
+power, the smallest design whose simulated period meets the target): the period of the platform as
+``sim/replay.py`` runs it, every network dimension its own resource. The master MILP
+(``milp/master.py``) bounds every design from below with a relaxation of that platform; the search
+(``search.py``) evaluates in the simulator the designs the master proposes, until the master's best
+design is one it has evaluated. So the status, objective, bound and gap are about the simulated
+platform: "optimal" means no design within the constraints does better there.
+
+With a policy order (``schedule: {order: lifo | fifo}``) a design's evaluation is its replay under the
+policy, exact; a design whose pools never held anything back covers the designs that are larger in
+those pools only (the replay would not change: ``Evaluation.plateau``). With ``order: optimize`` the
+design's evaluation replays several dispatch priorities (LIFO, FIFO, and priorities refined on the
+per-dimension flow shop, ``milp/flowshop.py``) and keeps the best, while its cut carries a proven lower
+bound for every order at that design; the gap between the two is reported (status ``feasible`` when the
+search ends with it open).
 """
 from __future__ import annotations
 
 import dataclasses
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import pyomo.environ as pyo
 
 from ..errors import InfeasibleError, SolverError
 from ..milp.data import TIME_UNIT, ModelData, model_data
-from ..milp.highs import SolveStats, solve_model
-from ..milp.model import build_model
-from ..platform.costs import collective_time, compute_time
-from ..platform.endpoint import design_area_mm2, design_of, design_power_w
+from ..milp.master import Evaluation, Master
+from ..platform.endpoint import POOL_OF, Design, Engine, design_area_mm2, design_of, design_power_w
 from ..problem.model import Problem
-from ..schedule.serial import Order, SerialReplay, run_policy, run_sequence
+from ..sim.replay import SimResult, simulate
 from ..spec.units import SECONDS, format_quantity
+from .search import Search, SearchResult, Visit
 from .solution import ScheduledTask, Solution
 
-MAX_ROUNDS = 5
 Extra = Callable[[pyo.ConcreteModel, Problem], None]
+TIE = 1e-7  # relative: designs this close in the first objective tie, and the second decides
 
 
-def durations(md: ModelData, choice: dict[str, int]) -> tuple[list[float], list[float]]:
-    """Compute and collective durations (s) at a design, from the shared cost functions."""
+@dataclass(frozen=True)
+class Replayed:
+    """What an evaluation keeps: the replay of the design's best order, how to replay that order again
+    (``policy`` lifo or fifo, or fixed ``priority``: collectives highest first, as sim.replay takes them),
+    and the simulated period (s) of every order tried (``order: optimize``)."""
+
+    sim: SimResult
+    policy: str | None = None
+    priority: tuple[tuple[int, int], ...] | None = None
+    tried: dict[str, float] | None = None
+
+
+def plateau(engine: Engine, limited: dict[str, bool]) -> frozenset[str]:
+    """The sized resources that may be larger without changing a replay in which ``limited`` says which
+    pools held something back: those that size a pool (and nothing else) that never did."""
+    return frozenset(r for r in engine.sized if r in POOL_OF and not limited.get(POOL_OF[r], True))
+
+
+def policy_evaluator(md: ModelData) -> Callable[[dict[str, int]], tuple[Evaluation, float, Replayed]]:
+    """Evaluate a design by replaying it under the problem's policy (exact)."""
     p = md.problem
-    design = design_of(p.engine, choice)
-    pc = [compute_time(c.demand, p.engine, p.npu, design) for c in md.iteration.computes]
-    dc = [collective_time(dem, p.engine, p.npu, design) for dem in md.demands]
-    return pc, dc
+
+    def evaluate(choice: dict[str, int]) -> tuple[Evaluation, float, Replayed]:
+        sim = simulate(p, design_of(p.engine, choice))
+        period = sim.period_s / TIME_UNIT
+        return Evaluation(dict(choice), period, plateau(p.engine, sim.limited)), period, Replayed(sim)
+    return evaluate
 
 
-def replay_policy(md: ModelData, choice: dict[str, int]) -> SerialReplay:
-    pc, dc = durations(md, choice)
-    return run_policy(md.iteration, pc, dc, md.problem.schedule.order)
+def any_order_bound_s(problem: Problem, design: Design) -> tuple[float, str]:
+    """A proven lower bound (s) on the simulated period at ``design`` for every network order, and what
+    sets it: the per-dimension flow shop's when every collective completes in the next iteration, else
+    the resource loads of ``schedule/bounds.py``."""
+    from ..milp.flowshop import replay_bound
+    from ..milp.lateness import separable
+    from ..schedule.bounds import lower_bound
+    from ..schedule.iteration import build_iteration
+    if separable(build_iteration(problem.workload, problem.schedule.overlap)) is not None:
+        b = replay_bound(problem, design)
+    else:
+        b = lower_bound(problem, design)
+    return b.bound_s, b.binding
 
 
-def _first_guess(md: ModelData) -> dict[str, int]:
-    """The design the first round's order is replayed at: the middle option of each resource."""
-    return {r: (len(opts) - 1) // 2 for r, opts in md.engine.resources.items()}
+def optimize_evaluator(md: ModelData, refine_s: float) -> Callable[[dict[str, int]], tuple[Evaluation, float, Replayed]]:
+    """Evaluate a design for ``order: optimize``: the best of LIFO, FIFO and flow-shop-refined priorities
+    in the simulator; the cut carries the proven any-order bound."""
+    from ..milp.flowshop import flow_shop, refine_priority
+    from ..milp.lateness import separable
+    p = md.problem
+    it = md.iteration
+    sep = separable(it) is not None
+    lifo_rank = sorted(range(len(it.comms)), key=lambda k: (not it.comms[k].urgent, -it.comms[k].issue_after))
+    fifo_rank = sorted(range(len(it.comms)), key=lambda k: (not it.comms[k].urgent, it.comms[k].issue_after))
 
-
-def _choice_from(m: pyo.ConcreteModel, md: ModelData) -> dict[str, int]:
-    choice = {}
-    for r, opts in md.engine.resources.items():
-        if r in md.engine.sized:
-            choice[r] = max(range(len(opts)), key=lambda o: pyo.value(m.y[r, o]))
-        else:
-            choice[r] = 0
-    return choice
+    def evaluate(choice: dict[str, int]) -> tuple[Evaluation, float, Replayed]:
+        design = design_of(p.engine, choice)
+        bound_s, _ = any_order_bound_s(p, design)
+        fifo = tuple((k, 0) for k in fifo_rank)  # FIFO's dispatch is fixed priorities in issue order
+        runs = {"lifo": Replayed(simulate(p, design, policy="lifo"), policy="lifo"),
+                "fifo": Replayed(simulate(p, design, order=fifo), priority=fifo)}
+        if sep:
+            fs = flow_shop(p, design)
+            best, _ = refine_priority(fs, [lifo_rank, fifo_rank], max(refine_s, 0.05))
+            if best not in (lifo_rank, fifo_rank):
+                prio = tuple((k, 0) for k in best)
+                runs["refined"] = Replayed(simulate(p, design, order=prio), priority=prio)
+        name = min(runs, key=lambda n: runs[n].sim.period_s)
+        tried = {f"{n}_s": r.sim.period_s for n, r in runs.items()}
+        won = dataclasses.replace(runs[name], tried=tried)
+        return Evaluation(dict(choice), bound_s / TIME_UNIT), won.sim.period_s / TIME_UNIT, won
+    return evaluate
 
 
 def precheck(p: Problem) -> None:
@@ -69,238 +124,212 @@ def precheck(p: Problem) -> None:
                               f"{e.min_power_w():g} W (short by {e.min_power_w() - e.power_budget_w:g} W)")
 
 
-def _explain_infeasible(md: ModelData, order: Order, extra: Extra | None, time_left: float) -> str:
-    """Why the MILP is infeasible, by re-solving relaxed versions of it."""
-    p = md.problem
-    spec = p.solver
-    if extra is not None:
-        base = build_model(md, order)
-        if solve_model(base, spec, time_left).status != "infeasible":
-            return "the problem is feasible without your extra constraints; they make it infeasible"
-    if p.objective.iteration_time_target_s is not None:
-        m = build_model(md, order, objective="iteration_time")  # same budgets, no target
-        st = solve_model(m, spec, time_left)
-        if st.has_solution:
-            best = st.objective * TIME_UNIT
-            target = p.objective.iteration_time_target_s
-            return (f"iteration-time target {format_quantity(target, SECONDS)} < best achievable "
-                    f"{format_quantity(best, SECONDS)} within the budgets (short by "
-                    f"{format_quantity(best - target, SECONDS)})")
-    e = p.engine
-    if e.area_budget_mm2 is not None and e.power_budget_w is not None:
-        m = build_model(md, order, objective="area")
-        m.del_component(m.area_budget)
-        if hasattr(m, "time_target"):
-            m.del_component(m.time_target)
-        st = solve_model(m, spec, time_left)
-        if st.has_solution:
-            return (f"no configuration meets both budgets: area budget {e.area_budget_mm2:g} mm^2 < smallest area "
-                    f"{st.objective:g} mm^2 among configurations within the power budget {e.power_budget_w:g} W")
-    return "the constraints admit no schedule (check budgets, targets and extra constraints)"
-
-
 def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None,
           diagnose: bool = False, refine_s: float = 0.0) -> Solution:
-    """Solve ``problem``: choose the engine design and report the steady-state schedule.
+    """Solve ``problem``: the design whose simulated period is least (or the smallest that meets the
+    target), with its steady-state schedule as simulated.
 
-    ``time_limit`` (s) overrides the problem's solver time limit and bounds the whole solve. ``extra``,
-    if given, is called as ``extra(model, problem)`` after each model is built and before it is solved
-    (README: "Adding your own constraints"). ``diagnose`` adds model diagnostics (sizes, largest big-M,
-    the LP relaxation's bound against the final bound) to ``Solution.diagnostics``, at the cost of an
-    LP solve. With ``schedule: {order: optimize}`` the order is chosen with the design
-    (``milp/order_solve.py``); ``refine_s`` seconds then go to refining, at the chosen design, the
-    dispatch priorities the chunk-grain replay uses (``Solution.priority``, milp/flowshop.py).
+    ``time_limit`` (s) overrides the problem's and bounds the whole solve. ``extra(model, problem)``, if
+    given, is called on the master MILP after it is built and before it is solved (README: "Adding your
+    own constraints"). ``diagnose`` adds the master's statistics to ``Solution.diagnostics``.
+    ``refine_s``: with ``order: optimize``, seconds per design for refining dispatch priorities.
     Raises InfeasibleError (with the reason) or SolverError.
     """
     precheck(problem)
-    md = model_data(problem)
+    t0 = time.perf_counter()
     limit = time_limit if time_limit is not None else problem.solver.time_limit_s
-    t_start = time.perf_counter()
-    if problem.schedule.order == "optimize":
-        if extra is not None:
-            from ..errors import SpecError
-            raise SpecError("extra constraints need the Pyomo model of a fixed network order; order: optimize "
-                            "decomposes into highspy subproblems: use order lifo or fifo with extra",
-                            path="schedule.order")
-        return _solve_optimized(md, limit, t_start, diagnose, refine_s)
-    choice = _first_guess(md)
-    if problem.objective.minimize != "iteration_time" and md.engine.sized:
-        # a time target is met, if at all, near the fastest designs: take the first order from there
-        # (the middle design's order can make a meetable target look infeasible)
-        fastest = dataclasses.replace(problem, objective=dataclasses.replace(problem.objective,
-                                                                             minimize="iteration_time"))
-        choice = solve(fastest, time_limit=max(0.1, limit / 2), extra=extra).choice
-    used: Order | None = None
-    stats: SolveStats | None = None
-    model = None
-    stable = False
-    rounds = 0
-    seen: list[Order] = []
-    last_model = None
-    for rounds in range(1, MAX_ROUNDS + 1):
-        order = replay_policy(md, choice).order
-        if order == used:
-            stable = True
-            rounds -= 1
-            break
-        if order in seen:  # a cycle between orders: keep the last solve, say so below
-            break
-        seen.append(order)
-        left = max(0.1, limit - (time.perf_counter() - t_start))
-        model = build_model(md, order)
-        if extra is not None:
-            extra(model, problem)
-        round_stats = solve_model(model, problem.solver, left)
-        if round_stats.status == "infeasible":
-            if used is None:
-                raise InfeasibleError(_explain_infeasible(md, order, extra, left))
-            model = last_model  # a later round's order cannot meet the target: keep the last answer
-            break
-        stats = round_stats
-        if not stats.has_solution:
-            bound = f"; best bound {stats.bound:.6g}" if stats.bound is not None else ""
-            raise SolverError(f"HiGHS stopped ({stats.termination}) after {stats.solve_time_s:.1f} s without a "
-                              f"feasible design{bound}; raise the time limit (--time-limit) or relax the problem")
-        choice = _choice_from(model, md)
-        used = order
-        last_model = model
+    md = model_data(problem)
+    optimize = problem.schedule.order == "optimize"
+    evaluate = optimize_evaluator(md, refine_s) if optimize else policy_evaluator(md)
+    search = Search(md, evaluate, deadline=t0 + limit)
+    master = search.master(extra=extra)
+    res = search.run(master)
+    if res.status == "infeasible":
+        raise InfeasibleError(_explain_infeasible(search, extra))
+    if res.visit is None:
+        raise SolverError(f"no design was evaluated within the time limit ({limit:g} s)"
+                          + (f"; the best possible period is at least {format_quantity(res.bound * TIME_UNIT, SECONDS)}"
+                             if res.bound is not None and master.objective == "iteration_time" else "")
+                          + "; raise it (--time-limit)")
+    custom = master.custom
+    chosen, status, objective, bound = _answer(search, master, res, optimize, custom)
+    if status == "optimal" and md.engine.sized and not custom:
+        chosen = _tie_break(search, master, chosen, extra)
+    return _solution(md, search, master, res, chosen, status, objective, bound, custom, diagnose,
+                     time.perf_counter() - t0)
+
+
+def _answer(search: Search, master: Master, res: SearchResult, optimize: bool,
+            custom: bool) -> tuple[Visit, str, float, float | None]:
+    """The design to report, its status, objective and bound, in the objective's unit."""
+    if not optimize:
+        return res.visit, res.status, res.objective, res.bound
+    # the cuts carried bounds: the answer is the best simulated design, the bound the master's
+    what = master.objective
+    target = master.time_target_us
+    ok = [v for v in search.visits if target is None or v.simulated_us <= target * (1 + 1e-9)]
+    if not ok:
+        raise InfeasibleError("no design and order found that meet the iteration-time target "
+                              f"{format_quantity(target * TIME_UNIT, SECONDS)}; the orders tried reach at best "
+                              f"{format_quantity(min(v.simulated_us for v in search.visits) * TIME_UNIT, SECONDS)}")
+
+    def value(v: Visit) -> float:
+        if what == "area":
+            return design_area_mm2(master.engine, v.choice)
+        if what == "power":
+            return design_power_w(master.engine, v.choice)
+        return v.simulated_us
+    best = min(ok, key=lambda v: (value(v), v.simulated_us))
+    objective = value(best)
+    bound = res.bound
+    gap = (objective - bound) / max(abs(objective), 1e-12) if bound is not None else None
+    if res.status != "optimal":
+        status = "time_limit"
+    elif gap is not None and gap <= max(search.md.problem.solver.mip_gap, 1e-9):
+        status = "optimal"
     else:
-        stable = replay_policy(md, choice).order == used
-    assert stats is not None and model is not None and used is not None
-    if stats.status == "optimal":
-        choice, used = _tie_break(md, used, choice, model, extra,
-                                  max(0.1, limit - (time.perf_counter() - t_start)))
-        stable = stable and replay_policy(md, choice).order == used
-    sol = _solution(md, choice, used, stats, model, rounds, stable, time.perf_counter() - t_start)
-    if diagnose:
-        from ..milp.diagnostics import pyomo_diagnostics
-        sol = dataclasses.replace(sol, diagnostics=pyomo_diagnostics(model, stats.bound))
-    return sol
+        status = "feasible"
+    return best, status, objective, bound
 
 
-def _solve_optimized(md: ModelData, limit: float, t_start: float, diagnose: bool,
-                     refine_s: float = 0.0) -> Solution:
-    """``order: optimize``: design and order from the decomposition, reported like a policy solve, plus
-    the LIFO and FIFO periods at the chosen design (serial network model) for comparison, the
-    flow-shop bound on the simulated period, and (``refine_s`` > 0) priorities refined for the replay."""
-    from ..milp.diagnostics import order_diagnostics
-    from ..milp.flowshop import flow_shop, list_schedule, refine_priority, replay_bound
-    from ..milp.order_solve import solve_order
-    from ..milp.size import ModelSize
-    res = solve_order(md, time_limit_s=limit, diagnose=diagnose)
-    d = order_diagnostics(res)
-    size = ModelSize(d["variables"], d["binaries"], d["constraints"])
+def _tie_break(search: Search, master: Master, chosen: Visit, extra: Extra | None) -> Visit:
+    """Among designs as good as the optimum (within TIE), the one with the least area (minimizing time)
+    or the shortest simulated period (minimizing area or power): a second, lexicographic search over
+    the same evaluations."""
+    first = master.objective
+    if first == "iteration_time":
+        if search.md.problem.schedule.order == "optimize":
+            near = [v for v in search.visits if v.simulated_us <= chosen.simulated_us * (1 + TIE)]
+            return min(near, key=lambda v: design_area_mm2(search.md.engine, v.choice))
+        second = search.master(objective="area", time_target_s=chosen.evaluation.period_us * (1 + TIE) * TIME_UNIT,
+                               extra=extra)
+    else:
+        value = design_area_mm2 if first == "area" else design_power_w
+        best = value(search.md.engine, chosen.choice)
+        second = search.master(objective="iteration_time", extra=extra)
+        keep = second.model.area if first == "area" else second.model.power
+        second.model.lexicographic = pyo.Constraint(expr=keep <= best * (1 + TIE) + 1e-9)
+        if master.time_target_us is not None:
+            second.model.time_target = pyo.Constraint(expr=second.model.T <= master.time_target_us)
+    res = search.run(second)
+    if res.status != "optimal" or res.visit is None:
+        return chosen
+    return res.visit
+
+
+def _explain_infeasible(search: Search, extra: Extra | None) -> str:
+    """Why no design qualifies, in the user's terms, by searching relaxed versions of the problem."""
+    md = search.md
     p = md.problem
-    stats = SolveStats(res.status, "enumerate_and_bound", res.objective, res.bound_us, res.gap, res.solve_time_s,
-                       size, True)
-    design = design_of(p.engine, res.choice)
-    rb = replay_bound(p, design)
-    priority = None
-    notes_extra = [f"the simulator cannot beat {format_quantity(rb.bound_s, SECONDS)} at this design with any order "
-                   f"(flow-shop bound, set by {rb.binding})"]
-    comparison: dict[str, float] = {}
-    if refine_s > 0:
-        fs = flow_shop(p, design)
-        it = md.iteration
-        seq = [k for k, _ in res.order]
-        lifo_pri = sorted(range(len(it.comms)), key=lambda k: (not it.comms[k].urgent, -it.comms[k].issue_after))
-        best, val = refine_priority(fs, [seq, lifo_pri], refine_s)
-        base = list_schedule(fs, seq)
-        comparison["flow_shop_sequence_s"] = base * TIME_UNIT
-        comparison["flow_shop_refined_s"] = val * TIME_UNIT
-        if val < base * (1 - 1e-9):
-            priority = tuple((k, 0) for k in best)
-            notes_extra.append(f"dispatch priorities refined for the chunk-grain replay: flow-shop period "
-                               f"{format_quantity(val * TIME_UNIT, SECONDS)} against "
-                               f"{format_quantity(base * TIME_UNIT, SECONDS)} for the sequence as priorities")
-    sol = _solution(md, res.choice, res.order, stats, None, 0, True, time.perf_counter() - t_start,
-                    predicted_s=res.period_us * TIME_UNIT)
-    T = sol.iteration_time_s
-    comparison.update({"optimized_s": T, "lifo_s": res.lifo_us * TIME_UNIT, "fifo_s": res.fifo_us * TIME_UNIT})
-    notes = list(sol.notes)
-    if p.objective.minimize == "iteration_time" and T > 0:
-        notes.append(f"the chosen order is {100 * (comparison['lifo_s'] - T) / comparison['lifo_s']:.2f}% faster "
-                     f"than LIFO and {100 * (comparison['fifo_s'] - T) / comparison['fifo_s']:.2f}% faster than "
-                     "FIFO at this design (serial network model)")
-    notes.extend(notes_extra)
-    return dataclasses.replace(sol, order_comparison=comparison, diagnostics=d, notes=tuple(notes),
-                               replay_bound_s=rb.bound_s, priority=priority, solve_time_s=time.perf_counter() - t_start)
+    e = p.engine
+    if extra is not None and search.run(search.master()).status != "infeasible":
+        return "the problem is feasible without your extra constraints; they make it infeasible"
+    target = p.objective.iteration_time_target_s
+    if target is not None:
+        res = search.run(search.master(objective="iteration_time"))
+        if res.visit is not None:
+            best = res.visit.simulated_us * TIME_UNIT
+            proven = "" if res.status == "optimal" else " (best found; not proven fastest within the time limit)"
+            return (f"iteration-time target {format_quantity(target, SECONDS)} < best achievable "
+                    f"{format_quantity(best, SECONDS)} within the budgets{proven} (short by "
+                    f"{format_quantity(best - target, SECONDS)})")
+    if e.area_budget_mm2 is not None and e.power_budget_w is not None:
+        m = Master(md, objective="area")
+        m.model.del_component(m.model.area_budget)
+        from ..milp.highs import solve_model
+        st = solve_model(m.model, p.solver, max(0.1, search.deadline - time.perf_counter()))
+        if st.has_solution:
+            return (f"no configuration meets both budgets: area budget {e.area_budget_mm2:g} mm^2 < smallest area "
+                    f"{st.objective:g} mm^2 among configurations within the power budget {e.power_budget_w:g} W")
+    return "the constraints admit no design (check budgets, targets and extra constraints)"
 
 
-def _tie_break(md: ModelData, order: Order, choice: dict[str, int], m: pyo.ConcreteModel, extra: Extra | None,
-               time_left: float) -> tuple[dict[str, int], Order]:
-    """Among designs as good as the optimum, the one with the least area (minimizing time) or the
-    shortest iteration (minimizing area or power): a second, lexicographic solve. Returns the design
-    and the network order it runs under."""
+def schedule_of(md: ModelData, sim: SimResult) -> tuple[tuple[ScheduledTask, ...], tuple[tuple[int, int], ...], float]:
+    """The reference iteration as the replay ran it (s from its first compute task): compute tasks and
+    collectives (first chunk-phase start to last chunk-phase end); the collectives in the order their first
+    chunk started; and the sum of their spans (s)."""
+    r = sim.realized
     p = md.problem
-    if not md.engine.sized or not m.obj.active:  # nothing to choose, or a hook's own objective
-        return choice, order
-    first = p.objective.minimize
-    second = "area" if first == "iteration_time" else "iteration_time"
-    best = pyo.value(m.obj)
-    m2 = build_model(md, order, objective=second)
-    if extra is not None:
-        extra(m2, p)
-    keep = {"iteration_time": m2.T, "area": m2.area, "power": m2.power}[first]
-    m2.lexicographic = pyo.Constraint(expr=keep <= best * (1 + 1e-7) + 1e-9)
-    st = solve_model(m2, p.solver, time_left)
-    if st.status != "optimal":
-        return choice, order
-    new = _choice_from(m2, md)
-    rep = replay_policy(md, new)
-    if rep.order == order:
-        return new, order
-    if first != "iteration_time":
-        # same area or power; the policy's own order at the new design decides whether it is better
-        target = p.objective.iteration_time_target_s
-        if (rep.period_s <= replay_policy(md, choice).period_s * (1 + 1e-9)
-                and (target is None or rep.period_s <= target * (1 + 1e-9))):
-            return new, rep.order
-    return choice, order
-
-
-def _solution(md: ModelData, choice: dict[str, int], order: Order, stats: SolveStats, m: pyo.ConcreteModel | None,
-              rounds: int, stable: bool, wall: float, *, predicted_s: float | None = None) -> Solution:
-    p = md.problem
-    pc, dc = durations(md, choice)
-    rep = run_sequence(md.iteration, pc, dc, order)
-    notes = []
-    what = p.objective.minimize
-    if m is not None and not m.obj.active:
-        what = "custom"  # an extra hook replaced the objective: its value and bound are in its own units
-        notes.append("the objective is the extra hook's own; objective and bound are in its units")
-    T = rep.period_s
-    if what == "iteration_time":
-        T_milp = pyo.value(m.T) * TIME_UNIT if m is not None else predicted_s
-        if abs(T_milp - T) > 1e-6 * max(T, 1e-12) + 1e-12:
-            notes.append(f"the MILP's period {format_quantity(T_milp, SECONDS)} differs from the replay of its "
-                         f"order {format_quantity(T, SECONDS)}")
-    if not stable:
-        notes.append(f"the {p.schedule.order.upper()} order did not settle: the design is optimal for the order "
-                     "shown, which the policy does not reproduce exactly at that design")
-    if stats.status == "time_limit":
-        what_found = "design and order are" if p.schedule.order == "optimize" else "design is"
-        notes.append(f"time limit reached: the {what_found} the best found, within {100 * (stats.gap or 0):.2f}% of "
-                     "the bound, not proven optimal")
-    schedule = []
     it = md.iteration
+    base = r.compute_start[0]
+    tasks = []
     for j, c in enumerate(it.computes):
         layer = p.workload.layers[c.layer].name if c.layer >= 0 else ""
-        schedule.append(ScheduledTask(c.name, c.kind, layer, rep.compute_start_s[j], rep.compute_start_s[j] + pc[j]))
+        tasks.append(ScheduledTask(c.name, c.kind, layer, r.compute_start[j] - base, r.compute_end[j] - base))
+    spans: dict[int, list[float]] = {}
+    for (k, _, _), s in r.phase_start.items():
+        span = spans.setdefault(k, [s, s])
+        span[0] = min(span[0], s)
+    for (k, _, _), e in r.phase_end.items():
+        span = spans[k]
+        span[1] = max(span[1], e)
+    total = 0.0
     for k, c in enumerate(it.comms):
-        schedule.append(ScheduledTask(c.name, "comm", p.workload.layers[c.layer].name, rep.comm_start_s[k],
-                                      rep.comm_start_s[k] + dc[k]))
-    schedule.sort(key=lambda t: (t.start_s, t.kind == "comm"))
-    compute_total = sum(pc)
-    scale = TIME_UNIT if what == "iteration_time" else 1.0
+        if k in spans:
+            s, e = spans[k]
+        else:  # no phase on any dimension: done at its release
+            s = e = r.compute_end[c.issue_after]
+        total += e - s
+        tasks.append(ScheduledTask(c.name, "comm", p.workload.layers[c.layer].name, s - base, e - base))
+    tasks.sort(key=lambda t: (t.start_s, t.kind == "comm"))
+    order = tuple((k, 0) for k in sorted(spans, key=lambda k: (spans[k][0], k)))
+    return tuple(tasks), order, total
+
+
+def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, chosen: Visit, status: str,
+              objective: float, bound: float | None, custom: bool, diagnose: bool, wall: float) -> Solution:
+    p = md.problem
+    choice = chosen.choice
     design = design_of(p.engine, choice)
+    replayed: Replayed = chosen.payload
+    sim = simulate(p, design, order=replayed.priority, policy=replayed.policy, record=True)
+    T = sim.period_s
+    what = "custom" if custom else master.objective
+    notes = []
+    if custom:
+        notes.append("the objective is the extra hook's own; objective and bound are in its units")
+    if status == "time_limit":
+        notes.append(f"time limit reached: the design is the best found, within {100 * _gap(objective, bound):.2f}% of "
+                     "the bound, not proven optimal")
+    any_bound, binding = any_order_bound_s(p, design)
+    if p.schedule.order == "optimize":
+        notes.append(f"no order replays faster than {format_quantity(any_bound, SECONDS)} at this design (proven, "
+                     f"set by {binding}); the best order found is {100 * (T - any_bound) / T:.2f}% above it")
+        if status == "feasible":
+            notes.append("the search ended with the gap open: the orders tried do not reach the bound, which "
+                         "may or may not be reachable")
+    tasks, order, comm_total = schedule_of(md, sim)
+    scale = TIME_UNIT if what == "iteration_time" else 1.0
+    diagnostics = None
+    if diagnose:
+        from ..milp.diagnostics import search_diagnostics
+        diagnostics = search_diagnostics(master, res, search)
     return Solution(
-        problem=p.name, engine=p.engine.kind, objective_kind=what, status=stats.status, iteration_time_s=T,
-        bound_s=stats.bound * TIME_UNIT if (what == "iteration_time" and stats.bound is not None) else None,
-        objective=T if what == "iteration_time" else stats.objective,
-        objective_bound=stats.bound * scale if stats.bound is not None else None, gap=stats.gap,
+        problem=p.name, engine=p.engine.kind, objective_kind=what, status=status, iteration_time_s=T,
+        bound_s=bound * TIME_UNIT if (what == "iteration_time" and bound is not None) else None,
+        objective=T if what == "iteration_time" else objective,
+        objective_bound=bound * scale if bound is not None else None, gap=_gap(objective, bound),
         solve_time_s=wall, design=dict(design.values), choice=dict(choice),
         area_mm2=design_area_mm2(p.engine, choice), power_w=design_power_w(p.engine, choice),
-        compute_time_s=compute_total, exposed_comm_s=max(0.0, T - compute_total), comm_time_s=sum(dc),
-        schedule=tuple(schedule), order_policy=p.schedule.order, order=order, order_rounds=rounds,
-        order_stable=stable, model=stats.size, chunks=p.schedule.chunks, notes=tuple(notes))
+        compute_time_s=sim.compute_time_s, exposed_comm_s=max(0.0, T - sim.compute_time_s), comm_time_s=comm_total,
+        schedule=tasks, order_policy=p.schedule.order, order=order, evaluations=len(search.visits),
+        master_solves=res.master_solves, model=res.size, chunks=p.schedule.chunks, notes=tuple(notes),
+        order_comparison=dict(replayed.tried) if replayed.tried else None, diagnostics=diagnostics,
+        any_order_bound_s=any_bound, priority=replayed.priority, sim=sim)
+
+
+def _gap(objective: float | None, bound: float | None) -> float | None:
+    if objective is None or bound is None:
+        return None
+    return max(0.0, objective - bound) / max(abs(objective), 1e-12)
+
+
+def durations(md: ModelData, choice: dict[str, int]) -> tuple[list[float], list[float]]:
+    """Compute and collective durations (s) at a design in the serial network model (schedule/serial.py):
+    what the examples use to bound a period from above."""
+    from ..platform.costs import collective_time, compute_time
+    design = design_of(md.engine, choice)
+    pc = [compute_time(c.demand, md.engine, md.problem.npu, design) for c in md.iteration.computes]
+    dc = [collective_time(dem, md.engine, md.problem.npu, design) for dem in md.demands]
+    return pc, dc
+

@@ -84,10 +84,13 @@ def _findings(sol: Solution, sim: SimResult) -> list[str]:
 
 
 def validate(problem: Problem, sol: Solution, *, iterations: int = 8) -> Validation:
-    """Replay ``sol`` (its design, and its refined dispatch priorities or else its network order) and
-    compare it with the MILP's prediction."""
+    """Replay ``sol`` (its design, under its dispatch priorities or else the problem's policy) and compare
+    the period with the one it reports. A solution fresh from ``solve`` carries its replay, which is used
+    as it is; one read back from JSON, or edited, is replayed again."""
     design = design_of(problem.engine, sol.choice)
-    sim = simulate(problem, design, order=sol.priority or sol.order, iterations=iterations)
+    sim = sol.sim if sol.sim is not None and iterations == 8 else None
+    if sim is None:
+        sim = simulate(problem, design, order=sol.priority, iterations=iterations)
     rel = (sim.period_s - sol.iteration_time_s) / sol.iteration_time_s if sol.iteration_time_s else 0.0
     return Validation(sol.iteration_time_s, sim.period_s, rel, lower_bound(problem, design), tuple(_findings(sol, sim)),
                       sim)

@@ -1,24 +1,19 @@
-"""Pure cost functions: how long compute and collectives take for a given engine design.
+"""Pure cost functions of the platform: what a collective asks of each resource, and how long a demand
+takes at a rate.
 
-The MILP and the evaluators share these. The MILP needs each collective's time on each resource as a
-constant per option (so durations stay linear in the option binaries); the evaluators need the same
-times for one concrete design. Both come from ``collective_demands`` (what a collective asks of each
-resource, design-independent) and ``resource_time`` (demand over rate).
-
-Collective timing model (one collective, split into k chunks that pipeline through its phases):
-    duration = sum over phases of f_ph  +  (k - 1) * B
-where f_ph, a chunk's time in phase ph, is its longest time on any resource it uses there (links of
-the phase's dimension, including hop latency and endpoint delay per step; HBM and cores on the
-baseline; ALUs on ACE, and ACE's DMA, which streams the input in during the first phase and the
-output out during the last, as the baseline's HBM traffic overlaps its phases), and B, the pipeline's interval,
-is the largest per-chunk load on one resource summed over all phases that use it (each dimension's
-links, HBM, cores, ALUs, DMA) or ACE's SRAM bound by Little's law: bytes in flight = throughput x
-residence. With ``sram`` bytes and a chunk residing R seconds (its traversal at link speed), at most
-sram/R bytes/s flow, so B >= chunk*R/sram. A chunk larger than the SRAM streams through it in
-SRAM-sized pieces, each residing only for a piece's traversal, so it takes one traversal at bandwidth
-plus its latency terms once per piece (``sram_interval``).
-For k = 1 this is the sum of phase times; for identical chunks through a serial pipeline it is the
-flow-shop makespan sum(t) + (k-1) max(t).
+The design master (``milp/master.py``) and the simulator (``sim/replay.py``, through
+``platform/pools.py``) read the same functions, so they cannot disagree about a cost:
+- ``collective_demands``: per chunk of a collective, each phase's link time (bytes over the dimension's
+  bandwidth, plus per message step the hop latency and the endpoint delay), the baseline's HBM bytes
+  (``hbm_per_reduce_byte`` per reduced byte, ``hbm_per_copy_byte`` per copied byte: docs/paper.md's
+  memory-traffic model), the bytes to reduce, and what ACE's DMA reads in its first phase and writes in
+  its last; all design-independent;
+- ``endpoint_rates``: the rates a design gives those demands (the baseline's HBM share and cores; ACE's
+  ALUs, DMA and SRAM); ``phase_resource_times``: demand over rate, per phase;
+- ``compute_time_terms``: a compute task's core-bound and memory-bound times with what communication
+  leaves it.
+A chunk-phase alone on the endpoint takes the largest of its link time and its ``phase_resource_times``;
+what happens when several share the endpoint is the simulator's (``platform/pools.py``).
 """
 from __future__ import annotations
 
@@ -51,7 +46,7 @@ class CollectiveDemands:
 
     ``phase_link_s[i]``: seconds on the links of phase i's dimension; ``phase_hbm_bytes[i]``: baseline
     HBM bytes touched; ``phase_reduce_bytes[i]``: bytes summed; ``ace_in_bytes``/``ace_out_bytes``: what
-    ACE's DMA reads (input) and writes (output) for the chunk; ``residence_s``: its traversal at link speed.
+    ACE's DMA reads (input) and writes (output) for the chunk.
     """
 
     chunks: int
@@ -62,8 +57,6 @@ class CollectiveDemands:
     phase_reduce_bytes: tuple[float, ...]
     ace_in_bytes: float
     ace_out_bytes: float
-    residence_s: float
-    residence_latency_s: float  # the part of residence_s that does not scale with the chunk's bytes
 
     @property
     def ace_hbm_bytes(self) -> float:
@@ -91,9 +84,7 @@ def collective_demands(comm: Comm, topology: Topology, engine: Engine, chunks: i
                 for p in phs)
     red = tuple(p.reduce_bytes for p in phs)
     inp, out = payload_bytes(comm, topology, c)
-    lat = sum(p.steps * (topology.dims[p.dim].hops * topology.dims[p.dim].latency + engine.endpoint_delay_s)
-              for p in phs)
-    return CollectiveDemands(chunks, c, tuple(p.dim for p in phs), link, hbm, red, inp, out, sum(link), lat)
+    return CollectiveDemands(chunks, c, tuple(p.dim for p in phs), link, hbm, red, inp, out)
 
 
 def endpoint_rates(engine: Engine, npu: NPU, design: Design) -> dict[str, float]:
@@ -118,46 +109,6 @@ def phase_resource_times(dem: CollectiveDemands, i: int, kind: str, rates: dict[
     return {}
 
 
-def sram_interval(dem: CollectiveDemands, sram_bytes: float) -> float:
-    """Little's law: the least seconds per chunk that ``sram_bytes`` of SRAM can sustain.
-
-    A chunk that fits resides ``residence_s``: chunk * residence / sram. A larger one streams through in
-    pieces of the SRAM's size, one at a time: its bandwidth part once, its latency part once per piece."""
-    c = dem.chunk_bytes
-    if sram_bytes <= 0.0:
-        return float("inf") if c > 0 else 0.0
-    if c <= sram_bytes:
-        return c * dem.residence_s / sram_bytes
-    return (dem.residence_s - dem.residence_latency_s) + c / sram_bytes * dem.residence_latency_s
-
-
-def collective_time(dem: CollectiveDemands, engine: Engine, npu: NPU, design: Design) -> float:
-    """Seconds for the whole collective under a concrete design (the model of the module docstring)."""
-    if not dem.phase_dims:
-        return 0.0
-    rates = endpoint_rates(engine, npu, design)
-    traversal = 0.0
-    loads: dict[str, float] = {f"link{d}": t for d, t in dem.link_load_s().items()}
-    for i, link_s in enumerate(dem.phase_link_s):
-        ep = phase_resource_times(dem, i, engine.kind, rates)
-        traversal += max([link_s, *ep.values()])
-        for r, t in ep.items():
-            loads[r] = loads.get(r, 0.0) + t
-    if engine.kind == "ace":
-        loads["sram"] = sram_interval(dem, rates["sram"])
-    return traversal + (dem.chunks - 1) * max(loads.values())
-
-
-def compute_slowdowns(engine: Engine, npu: NPU, design: Design) -> tuple[float, float]:
-    """(cores left to compute, HBM bandwidth left to compute in bytes/s) under ``design``."""
-    if engine.kind == "baseline":
-        return (npu.cores - design.get("comm_cores"),
-                npu.hbm_bandwidth * (1.0 - design.get("comm_hbm_share")))
-    if engine.kind == "ace":
-        return float(npu.cores), npu.hbm_bandwidth - design.get("dma")
-    return float(npu.cores), npu.hbm_bandwidth
-
-
 def compute_time_terms(task: Compute, npu: NPU, cores_left: float, hbm_left: float) -> tuple[float, float]:
     """(core-bound seconds, memory-bound seconds) of a compute task; its time is the larger.
 
@@ -174,9 +125,3 @@ def compute_time_terms(task: Compute, npu: NPU, cores_left: float, hbm_left: flo
     nbytes = task.hbm_bytes or 0.0
     rate = npu.compute_flops * cores_left / npu.cores
     return resource_time(flops, rate), resource_time(nbytes, hbm_left)
-
-
-def compute_time(task: Compute, engine: Engine, npu: NPU, design: Design) -> float:
-    """Seconds a compute task takes with what the engine's design leaves to compute."""
-    cores_left, hbm_left = compute_slowdowns(engine, npu, design)
-    return max(compute_time_terms(task, npu, cores_left, hbm_left))

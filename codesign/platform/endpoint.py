@@ -17,6 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 ENGINE_KINDS = ("baseline", "ace", "ideal")
+#: The endpoint pool each sized resource sets and nothing else (``pools.Pools``): memory traffic,
+#: reduction, or SRAM. ``comm_cores`` is absent: the cores it gives communication are taken from compute.
+POOL_OF = {"sram": "sram", "alu": "reduction", "dma": "memory", "comm_hbm_share": "memory"}
 #: The sized resources of each engine and the unit of their option values.
 RESOURCES = {"baseline": {"comm_cores": "cores", "comm_hbm_share": "fraction of HBM bandwidth"},
              "ace": {"sram": "bytes", "alu": "bytes/s", "dma": "bytes/s"},

@@ -92,6 +92,18 @@ def alone_rate(w: PhaseWork, pools: Pools) -> float:
     return r
 
 
+def oversubscribed(active: list[PhaseWork], pools: Pools) -> tuple[bool, bool]:
+    """Whether the memory pool, and whether the reduction pool, cannot serve every active chunk-phase at
+    its link's pace. When neither is, every phase runs at its link's pace, and a larger pool would change
+    nothing: the design search uses this to know a replay holds for larger options too."""
+    mem = red = 0.0
+    for w in active:
+        link = 1.0 / w.link_s if w.link_s > 0 else INF
+        mem += w.memory_bytes * link if w.memory_bytes > 0 else 0.0
+        red += w.reduce_bytes * link if w.reduce_bytes > 0 else 0.0
+    return mem > pools.memory, red > pools.reduction
+
+
 def phase_rates(active: list[PhaseWork], pools: Pools) -> list[float]:
     """Progress rate (fraction of the phase per second) of each active chunk-phase.
 
@@ -102,8 +114,7 @@ def phase_rates(active: list[PhaseWork], pools: Pools) -> list[float]:
     if n == 1:
         return [alone_rate(active[0], pools)]
     link = [1.0 / w.link_s if w.link_s > 0 else INF for w in active]
-    if (sum(w.memory_bytes * link[i] for i, w in enumerate(active)) <= pools.memory
-            and sum(w.reduce_bytes * link[i] for i, w in enumerate(active)) <= pools.reduction):
+    if not any(oversubscribed(active, pools)):
         return link  # no pool is oversubscribed: every phase runs at its link's pace
     lim_mem = [INF] * n
     lim_red = [INF] * n

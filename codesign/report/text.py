@@ -23,8 +23,10 @@ def summary(s: Solution, p: Problem, validation=None) -> str:
         area_budget = f" (budget {p.engine.area_budget_mm2:g} mm^2)" if p.engine.area_budget_mm2 is not None else ""
         lines.append(f"                area {s.area_mm2:.4g} mm^2{area_budget}, "
                      f"power {s.power_w:.4g} W{power_budget}")
-    lines.append(f"iteration time  {t(s.iteration_time_s)}  (compute {t(s.compute_time_s)}, exposed communication "
-                 f"{t(s.exposed_comm_s)}; network busy {t(s.comm_time_s)}, {s.chunks} chunk(s) per collective)")
+    lines.append(f"iteration time  {t(s.iteration_time_s)} simulated (compute {t(s.compute_time_s)}, exposed "
+                 f"communication {t(s.exposed_comm_s)}; collectives in flight {t(s.comm_time_s)} in sum, "
+                 f"{s.chunks} chunk(s) each)")
+
     def val(x: float | None) -> str:
         if x is None:
             return "n/a"
@@ -35,69 +37,34 @@ def summary(s: Solution, p: Problem, validation=None) -> str:
     gap = f"{100 * s.gap:.3f}%" if s.gap is not None else "n/a"
     lines.append(f"solver          {s.status}: minimize {s.objective_kind.replace('_', ' ')}, objective {obj}, "
                  f"bound {bound}, gap {gap}, {s.solve_time_s:.2f} s (HiGHS)")
-    if s.order_policy == "optimize":
-        lines.append(order_model_line(s))
-    else:
-        lines.append(f"model           {s.model.variables} variables ({s.model.binaries} binary), "
-                     f"{s.model.constraints} constraints; {s.order_policy.upper()} network order "
-                     f"{'settled' if s.order_stable else 'NOT settled'} after {s.order_rounds} round(s)")
+    order = "orders chosen by the search" if s.order_policy == "optimize" else f"{s.order_policy.upper()} order"
+    size = (f" of {s.model.variables} variables ({s.model.binaries} binary), {s.model.constraints} constraints"
+            if s.model is not None else "")
+    lines.append(f"search          {s.evaluations} design(s) simulated, {s.master_solves} master MILP solve(s){size}; "
+                 f"{order}")
+    if s.any_order_bound_s is not None:
+        below = max(0.0, s.iteration_time_s - s.any_order_bound_s) / s.iteration_time_s if s.iteration_time_s else 0.0
+        where = f"{100 * below:.1f}% below" if below >= 5e-4 else "attained"
+        lines.append(f"any order       no network order replays this design faster than {t(s.any_order_bound_s)} "
+                     f"(proven; {where})")
     if validation is not None:
         v = validation
-        lines.append(f"simulated       {t(v.simulated_s)} ({100 * v.rel_diff:+.1f}% against the MILP; proven lower bound "
-                     f"{t(v.bound.bound_s)}, set by {v.bound.binding}; {v.sim.events} events)")
+        lines.append(f"replayed        {t(v.simulated_s)} ({100 * v.rel_diff:+.1f}% against the answer; resource-load "
+                     f"bound {t(v.bound.bound_s)}, set by {v.bound.binding}; {v.sim.events} events)")
     for n in s.notes:
         lines.append(f"note            {n}")
     return "\n".join(lines)
 
 
-def order_model_line(s: Solution) -> str:
-    """The ``model`` line of an ``order: optimize`` solve: how the design space and the orders were settled."""
-    d = s.diagnostics or {}
-    settled = d.get("settled", {})
-    milps = d.get("milps", 0)
-    head = (f"model           network order chosen by the solver: {d.get('designs_in_budget', '?')} designs in budget, "
-            f"{d.get('dominated', 0)} dominated, {settled.get('pruned', 0)} pruned by bounds, "
-            f"{settled.get('bounds', 0)} closed by bounds, {milps} order MILP(s)")
-    if milps:
-        head += (f" (largest {s.model.variables} variables, {s.model.binaries} binary, "
-                 f"{s.model.constraints} constraints)")
-    return head
-
-
-def order_comparison_lines(s: Solution, simulated: dict[str, float] | None = None) -> list[str]:
-    """Summary lines comparing the chosen order with LIFO and FIFO at the chosen design: the MILP's serial
-    network model (``Solution.order_comparison``), if given the simulator's replays
-    (``pipeline.order_compare.simulate_orders``), and the flow-shop bound on any replay at this design."""
+def order_comparison_lines(s: Solution) -> list[str]:
+    """``order: optimize``: the simulated period of every order tried at the chosen design."""
     c = s.order_comparison
     if not c:
         return []
     t = lambda x: format_quantity(x, SECONDS)  # noqa: E731
-
-    def gain(base: float, x: float) -> str:
-        return f"{100 * (base - x) / base:+.2f}%" if base > 0 else "n/a"
-    lines = [f"vs policies     MILP model: optimized {t(c['optimized_s'])}, LIFO {t(c['lifo_s'])} "
-             f"({gain(c['lifo_s'], c['optimized_s'])} gained), FIFO {t(c['fifo_s'])} "
-             f"({gain(c['fifo_s'], c['optimized_s'])} gained)"]
-    if simulated:
-        sim = simulated
-        lines.append(f"                simulated:  optimized {t(sim['optimized_s'])}, LIFO {t(sim['lifo_s'])} "
-                     f"({gain(sim['lifo_s'], sim['optimized_s'])} gained), FIFO {t(sim['fifo_s'])} "
-                     f"({gain(sim['fifo_s'], sim['optimized_s'])} gained)")
-        extra = []
-        if "sequence_s" in sim:
-            extra.append(f"the serial sequence as priorities {t(sim['sequence_s'])}")
-        if "lifo_sequence_s" in sim:
-            extra.append("LIFO's sequence as priorities (what an order: lifo solve replays) "
-                         f"{t(sim['lifo_sequence_s'])}")
-        if extra:
-            lines.append(f"                ({'; '.join(extra)})")
-    if "flow_shop_refined_s" in c:
-        lines.append(f"flow shop       priorities refined for the chunk-grain replay: {t(c['flow_shop_refined_s'])} "
-                     f"against {t(c['flow_shop_sequence_s'])} for the serial sequence as priorities")
-    if s.replay_bound_s is not None:
-        lines.append(f"replay bound    {t(s.replay_bound_s)}: no order replays faster at this design "
-                     "(flow-shop relaxation)")
-    return lines
+    names = {"lifo_s": "LIFO", "fifo_s": "FIFO", "refined_s": "refined priorities"}
+    tried = ", ".join(f"{names.get(k, k)} {t(v)}" for k, v in c.items())
+    return [f"orders tried    {tried} (simulated at this design)"]
 
 
 def diagnostics_text(s: Solution) -> str:

@@ -20,14 +20,34 @@ from heapq import heappop, heappush
 from ..platform.collectives import phases
 from ..platform.costs import collective_demands, compute_time_terms
 from ..platform.endpoint import Design
-from ..platform.pools import PhaseWork, Pools, alone_rate, compute_rate, phase_rates, phase_work, sram_need
+from ..platform.pools import (PhaseWork, Pools, alone_rate, compute_rate, oversubscribed, phase_rates, phase_work,
+                              sram_need)
 from ..problem.model import Problem
-from ..schedule.iteration import build_iteration
-from ..schedule.serial import Order
+from ..schedule.iteration import Order, build_iteration
 from .events import EventLoop
 
 INF = float("inf")
 EPS = 1e-12
+
+
+@dataclass
+class Realized:
+    """What a replay did in its reference iteration (the first of the two it measures), in seconds from
+    the replay's start. Keys: chunk-phase (k, c, i) = phase i of chunk c of collective k; chunk (k, c).
+
+    ``dim_pred[(k, c, i)]``: the chunk-phase its dimension served just before it, as (k', c', i', off)
+    with off the iteration of that chunk-phase minus this one's (0 or negative), or None for the first;
+    ``admit_after[(k, c)]``: the chunk whose departure from the SRAM let it in, (k', c', off), or None if
+    it entered when released; ``compute_start``/``compute_end`` per compute task."""
+
+    iteration: int
+    phase_start: dict[tuple[int, int, int], float]
+    phase_end: dict[tuple[int, int, int], float]
+    dim_pred: dict[tuple[int, int, int], tuple[int, int, int, int] | None]
+    admitted: dict[tuple[int, int], float]
+    admit_after: dict[tuple[int, int], tuple[int, int, int] | None]
+    compute_start: list[float]
+    compute_end: list[float]
 
 
 @dataclass
@@ -50,11 +70,27 @@ class SimResult:
     bytes_expected: dict[int, float]
     timeline: list[tuple[str, str, str, float, float]] = field(default_factory=list)  # row, name, kind, start, end
     window_s: tuple[float, float] = (0.0, 0.0)
+    #: per pool (``memory``, ``reduction``, ``sram``): whether its capacity ever held anything back: a
+    #: phase slower than its link allows, or a chunk waiting for SRAM room. A pool that never did could
+    #: be larger without changing anything in this replay.
+    limited: dict[str, bool] = field(default_factory=dict)
+    realized: Realized | None = None
 
 
 class _Replay:
-    def __init__(self, problem: Problem, design: Design, order: Order | None, iterations: int) -> None:
+    def __init__(self, problem: Problem, design: Design, order: Order | None, iterations: int,
+                 record: bool = False, policy: str | None = None) -> None:
         self.p, self.design = problem, design
+        # dispatch by issue order when no order is given: the problem's policy, LIFO for order: optimize
+        self.lifo = (policy or (problem.schedule.order if problem.schedule.order in ("lifo", "fifo") else "lifo")) == "lifo"
+        self.limited = {"memory": False, "reduction": False, "sram": False}
+        self.record = record
+        self.ref = iterations - 3  # the reference iteration: the first of the two measured
+        # (recording) the last chunk-phase each dimension started, and the chunk leaving the SRAM now
+        self.last_on_dim: list[tuple[int, int, int, int] | None] = [None] * len(problem.topology.dims)
+        self.leaving: tuple[int, int, int] | None = None
+        self.rec: dict[str, dict] = {"start": {}, "end": {}, "pred": {}, "admitted": {}, "after": {},
+                                     "cstart": {}, "cend": {}}
         self.it = build_iteration(problem.workload, problem.schedule.overlap)
         self.pools = Pools.of(problem.engine, problem.npu, design)
         self.kind = problem.engine.kind
@@ -148,7 +184,12 @@ class _Replay:
 
     def _recompute(self) -> None:
         items = list(self.active.values())
-        rates = phase_rates([it[0] for it in items], self.pools)
+        works = [it[0] for it in items]
+        rates = phase_rates(works, self.pools)
+        if works:
+            mem_over, red_over = oversubscribed(works, self.pools)
+            self.limited["memory"] |= mem_over
+            self.limited["reduction"] |= red_over
         mem = 0.0
         for it, r in zip(items, rates):
             it[2] = r
@@ -189,7 +230,7 @@ class _Replay:
             pos, off = self.order_pos[k]
             return (urgent, (n - off) * len(self.it.comms) + pos)
         self.issue_seq += 1
-        return (urgent, -self.issue_seq if self.p.schedule.order == "lifo" else self.issue_seq)
+        return (urgent, -self.issue_seq if self.lifo else self.issue_seq)
 
     def _release(self, k: int, n: int) -> None:
         key = (k, n)
@@ -206,6 +247,9 @@ class _Replay:
                 self.arrivals += 1
                 heappush(self.sram_queue, (prio, self.arrivals, chunk))
             else:
+                if self.record:
+                    self.rec["admitted"][(k, n, c)] = self.eng.now
+                    self.rec["after"][(k, n, c)] = None
                 self._enqueue(chunk)
         self._admit()
 
@@ -214,8 +258,13 @@ class _Replay:
             chunk = self.sram_queue[0][2]
             need = sram_need(self.chunk_bytes[chunk[0][0]], self.pools.sram)
             if need > self.sram_free * (1 + 1e-12):
+                self.limited["sram"] = True
                 return
             heappop(self.sram_queue)
+            if self.record:
+                (k, n), c = chunk[0], chunk[3]
+                self.rec["admitted"][(k, n, c)] = self.eng.now
+                self.rec["after"][(k, n, c)] = self.leaving
             self.sram_free -= need
             self.sram_peak = max(self.sram_peak, self.pools.sram - self.sram_free)
             self._enqueue(chunk)
@@ -233,12 +282,19 @@ class _Replay:
                 self.next_id += 1
                 w = self.works[chunk[0][0]][chunk[1]]
                 self.active[self.next_id] = [w, 1.0, 0.0, chunk, self.eng.now]
+                if self.record:
+                    x = (chunk[0][0], chunk[0][1], chunk[3], chunk[1])  # k, n, c, i
+                    self.rec["start"][x] = self.eng.now
+                    self.rec["pred"][x] = self.last_on_dim[d]
+                    self.last_on_dim[d] = x
                 self.acc[f"alone{d}"] += 1.0 / alone_rate(w, self.pools)
 
     def _phase_done(self, i: int) -> None:
         w, _, _, chunk, start = self.active.pop(i)
         self.dim_busy[w.dim] = False
         key = chunk[0]
+        if self.record:
+            self.rec["end"][(key[0], key[1], chunk[3], chunk[1])] = self.eng.now
         self.sent[key] += w.wire_bytes
         if key[1] >= self.max_iter - 5:  # enough to cover the measured window, whichever iteration issued it
             self.timeline.append((f"dim{w.dim}", self.it.comms[key[0]].name, "comm", start, self.eng.now))
@@ -248,7 +304,9 @@ class _Replay:
             return
         if math.isfinite(self.pools.sram):
             self.sram_free += sram_need(self.chunk_bytes[key[0]], self.pools.sram)
+            self.leaving = (key[0], key[1], chunk[3])
             self._admit()
+            self.leaving = None
         self.chunks_left[key] -= 1
         if self.chunks_left[key] == 0:
             self._collective_done(key)
@@ -285,12 +343,16 @@ class _Replay:
         task = self.it.computes[j].demand
         self.compute = [j, n, 1.0, 0.0]
         self.compute_started = self.eng.now
+        if self.record:
+            self.rec["cstart"][(j, n)] = self.eng.now
         nominal = max(compute_time_terms(task, self.p.npu, self.p.npu.cores, self.p.npu.hbm_bandwidth))
         self.acc["nominal"] += nominal
 
     def _compute_done(self) -> None:
         j, n, _, _ = self.compute
         self.compute = None
+        if self.record:
+            self.rec["cend"][(j, n)] = self.eng.now
         if n >= self.max_iter - 4:
             c = self.it.computes[j]
             self.timeline.append(("compute", c.name, c.kind, self.compute_started, self.eng.now))
@@ -345,12 +407,36 @@ class _Replay:
             sram_wait_s=per["sram_wait"] / max(1, sum(self.nchunks)) / iters, dim_stretch=stretch, hbm_peak_bytes_per_s=self.hbm_peak, iterations=self.max_iter,
             events=self.eng.events, chunks_per_collective=list(self.nchunks), bytes_sent=sent,
             bytes_expected=dict(self.expected), timeline=[(r, nm, kd, s - t_a, e - t_a) for r, nm, kd, s, e in timeline],
-            window_s=(t_a, t_b))
+            window_s=(t_a, t_b), limited=dict(self.limited), realized=self._realized() if self.record else None)
+
+    def _realized(self) -> Realized:
+        ref, rec = self.ref, self.rec
+
+        def mine(d: dict) -> dict:
+            return {(k, c, i): v for (k, n, c, i), v in d.items() if n == ref}
+
+        pred = {}
+        for (k, n, c, i), p in rec["pred"].items():
+            if n == ref:
+                pred[(k, c, i)] = None if p is None else (p[0], p[2], p[3], p[1] - ref)
+        after = {}
+        for (k, n, c), p in rec["after"].items():
+            if n == ref:
+                after[(k, c)] = None if p is None else (p[0], p[2], p[1] - ref)
+        J = len(self.it.computes)
+        return Realized(ref, mine(rec["start"]), mine(rec["end"]), pred,
+                        {(k, c): v for (k, n, c), v in rec["admitted"].items() if n == ref}, after,
+                        [rec["cstart"][(j, ref)] for j in range(J)], [rec["cend"][(j, ref)] for j in range(J)])
 
 
-def simulate(problem: Problem, design: Design, *, order: Order | None = None, iterations: int = 8) -> SimResult:
+def simulate(problem: Problem, design: Design, *, order: Order | None = None, iterations: int = 8,
+             record: bool = False, policy: str | None = None) -> SimResult:
     """Replay ``iterations`` training iterations of ``problem`` at ``design`` and report the steady state
-    over the last two. ``order``: a solution's network order as priorities; None: the problem's policy."""
+    over the last two. ``order``: collectives as fixed dispatch priorities, highest first; None: dispatch
+    by ``policy`` (lifo | fifo; default the problem's, LIFO for order: optimize). ``record``: also return
+    what the reference iteration did (``SimResult.realized``)."""
     if iterations < 4:
         raise ValueError("simulate needs at least 4 iterations to measure a steady state")
-    return _Replay(problem, design, order, iterations).run()
+    if policy not in (None, "lifo", "fifo"):
+        raise ValueError(f"unknown policy {policy!r}")
+    return _Replay(problem, design, order, iterations, record, policy).run()

@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Sequence
 
 from ..pipeline.solution import Solution
 from ..platform.collectives import phases
-from ..platform.costs import collective_demands, collective_time
+from ..platform.costs import CollectiveDemands, collective_demands, endpoint_rates, phase_resource_times
 from ..platform.endpoint import Design
 from ..problem.model import Problem
 from ..schedule.iteration import build_iteration
@@ -131,15 +131,31 @@ def with_comm_hbm(problem: Problem, bandwidth: float) -> tuple[Problem, Design]:
     return problem, Design(e.kind, fixed)
 
 
+def pipelined_time(dem: CollectiveDemands, problem: Problem, design: Design) -> float:
+    """Seconds for one collective by the analytical pipeline formula: a chunk's traversal (each phase at
+    its slowest resource alone) plus (chunks - 1) times the heaviest resource's per-chunk load. Exact for
+    identical chunks through a serial pipeline; the study's analytical counterpart of the replay."""
+    if not dem.phase_dims:
+        return 0.0
+    rates = endpoint_rates(problem.engine, problem.npu, design)
+    traversal = 0.0
+    loads: dict[str, float] = {f"link{d}": t for d, t in dem.link_load_s().items()}
+    for i, link_s in enumerate(dem.phase_link_s):
+        ep = phase_resource_times(dem, i, problem.engine.kind, rates)
+        traversal += max([link_s, *ep.values()])
+        for r, t in ep.items():
+            loads[r] = loads.get(r, 0.0) + t
+    return traversal + (dem.chunks - 1) * max(loads.values())
+
+
 def model_time(problem: Problem, design: Design) -> float:
     """Seconds per iteration of a micro benchmark (collectives only, issued together and awaited) by the
-    MILP's cost model: its collectives serialized, each taking ``costs.collective_time``. For one
-    collective this is exactly the MILP's optimum (tests/test_reproduce.py solves one to check)."""
+    analytical formula: its collectives one after another, each taking ``pipelined_time``."""
     it = build_iteration(problem.workload, problem.schedule.overlap)
     total = 0.0
     for c in it.comms:
         dem = collective_demands(c.comm, problem.topology, problem.engine, problem.schedule.chunks)
-        total += collective_time(dem, problem.engine, problem.npu, design) + c.delay_s
+        total += pipelined_time(dem, problem, design) + c.delay_s
     return total
 
 

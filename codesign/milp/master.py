@@ -1,0 +1,380 @@
+"""The design master: a MILP over the design space whose period bounds what the platform can do.
+
+codesign looks for the design whose *simulated* steady-state period is least: the period of the platform
+as the simulator runs it (``sim/replay.py``: every network dimension its own resource, collectives cut
+into chunks that walk their phases, endpoint pools shared by what runs at once, ACE's SRAM holding what
+is in flight). The search is a logic-based Benders decomposition (Hooker and Ottosson, Math.
+Programming 96, 2003): this MILP proposes a design, the simulator evaluates it, the evaluation comes
+back as a cut, and the loop ends when the MILP's best design is one already evaluated
+(``pipeline/search.py``). The MILP therefore carries two kinds of constraints on its period ``T``:
+
+- a **relaxation of the platform**, valid for every design and every network order, linear in the
+  option binaries (the bounds below, in microseconds); the MILP's bound is a proven lower bound on the
+  simulated period of every design it has not evaluated;
+- **evaluation cuts**: for each evaluated design d with simulated period f(d),
+  ``T >= f(d) - (f(d) - P) * mismatch(y, d)``, where mismatch counts the resources whose option differs
+  from d's (a resource whose capacity never limited anything in d's replay may also be larger: the
+  replay would be the same, ``Evaluation.plateau``). At d itself the cut is T >= f(d); anywhere else it
+  says no more than T >= P, which the relaxation already says.
+
+The relaxation (every time is what a chunk or an iteration needs at least; ``docs/formulation.md``):
+
+  P                 all compute at the full NPU's speed (compute never runs faster in the platform);
+  phase_time[k, i]  a chunk's time in phase i of collective k alone on the endpoint: at least its link
+                    time and its memory and reduction demand over the pool the design gives it, each
+                    term depending on one resource, so linear in y (``platform/pools.py`` says the same);
+  dimension load    every chunk-phase on a dimension, one at a time: T >= sum over chunks and phases;
+  pool load         all communication memory and reduction traffic of an iteration through its pool;
+  SRAM (ACE)        Little's law per SRAM option: bytes held x least residence <= SRAM x T;
+  the cycle         compute in program order at full speed; collective k ends at least ``span[k]`` after
+                    its release, where the span is its traversal, its heaviest dimension's work plus
+                    what comes before and after it, and, when only q of its chunks fit in the SRAM,
+                    ceil(chunks / q) traversals; the task that waits for it starts after it ends (in the
+                    next iteration, T later, for weight gradients);
+  interval cuts     per dimension, the collectives released after one time and due before another must
+                    pass through it between the two (Jackson's preemptive bound, the same as Horn's), and
+                    per SRAM option the chunks too big to share the SRAM likewise; there are O(K^2) of
+                    them, so they are added as cuts when the master's design violates one
+                    (``interval_cuts``). Only for iterations whose collectives all complete in the next
+                    iteration (``lateness.separable``), where releases and due dates are constants.
+
+Component names are the public API for ``extra(model, problem)`` hooks (README, "Adding your own
+constraints"): ``y[r, o]`` (sets ``RES``, ``OPT``), ``T`` (us), ``phase_time[k, i]`` (us), ``area`` (mm^2),
+``power`` (W), ``obj``. Schedule variables of the relaxation (``compute_start``, ``comm_end``) exist but
+constrain only the relaxation: the schedule codesign reports is the simulator's.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pyomo.environ as pyo
+
+from ..platform.costs import compute_time_terms
+from ..platform.pools import sram_need
+from ..problem.model import SolverSpec
+from .data import TIME_UNIT, ModelData, Term
+from .highs import CompiledModel, SolveStats
+from .lateness import Shape, instance, separable
+
+#: A relative tolerance for "this cut is violated" (the master's T is in microseconds).
+VIOLATION = 1e-7
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One design the simulator evaluated: its option indices, simulated period (us), and the resources
+    that may be larger without changing the replay (their capacity never limited anything)."""
+
+    choice: dict[str, int]
+    period_us: float
+    plateau: frozenset[str] = frozenset()
+
+
+def nominal_compute_us(md: ModelData) -> list[float]:
+    """Each compute task's time at the full NPU (us): what compute takes at least, on any design."""
+    npu = md.problem.npu
+    return [max(compute_time_terms(c.demand, npu, npu.cores, npu.hbm_bandwidth)) / TIME_UNIT
+            for c in md.iteration.computes]
+
+
+class Master:
+    """The master MILP and the data its cuts need. ``model`` is the Pyomo model."""
+
+    def __init__(self, md: ModelData, *, objective: str | None = None, time_target_s: float | None = None):
+        self.md = md
+        p = md.problem
+        self.engine = p.engine
+        self.chunks = p.schedule.chunks
+        self.sized = list(self.engine.sized)
+        self.nph = [len(d.phase_dims) for d in md.demands]
+        self.compute_us = nominal_compute_us(md)
+        self.P = float(sum(self.compute_us))
+        self.shape: Shape | None = separable(md.iteration)
+        m = pyo.ConcreteModel(name=p.name)
+        self.model = m
+        self._design(m)
+        self._phases(m)
+        self._loads(m)
+        self._cycle(m)
+        self._objective(m, objective or p.objective.minimize,
+                        time_target_s if time_target_s is not None else p.objective.iteration_time_target_s)
+        m.interval = pyo.ConstraintList()
+        m.visited = pyo.ConstraintList()
+        self.compiled: CompiledModel | None = None
+        self._intervals: set[tuple] = set()
+        self._release_due = self._interval_data() if self.shape is not None else None
+
+    # ------------------------------------------------------------------ building blocks
+    def lin(self, t: Term):
+        """A Term as a linear expression in y (a float when it does not depend on the choice)."""
+        if t.resource is None or t.resource not in self.sized:
+            return t.coeffs[0]
+        return sum(c * self.model.y[t.resource, o] for o, c in enumerate(t.coeffs))
+
+    def _design(self, m: pyo.ConcreteModel) -> None:
+        eng = self.engine
+        m.RES = pyo.Set(initialize=self.sized, ordered=True)
+        pairs = [(r, o) for r in self.sized for o in range(len(eng.options(r)))]
+        m.OPT = pyo.Set(initialize=pairs, dimen=2, ordered=True)
+        m.y = pyo.Var(m.OPT, domain=pyo.Binary)
+        m.one_option = pyo.Constraint(m.RES, rule=lambda m, r: sum(m.y[r, o] for o in range(len(eng.options(r)))) == 1)
+
+        def choice_sum(attr: str):
+            total = getattr(eng, f"fixed_{attr}")
+            for r, opts in eng.resources.items():
+                if r in self.sized:
+                    total = total + sum(getattr(opts[o], attr) * m.y[r, o] for o in range(len(opts)))
+                else:
+                    total = total + getattr(opts[0], attr)
+            return total
+
+        m.area = pyo.Expression(expr=choice_sum("area_mm2"))
+        m.power = pyo.Expression(expr=choice_sum("power_w"))
+        if eng.area_budget_mm2 is not None:
+            m.area_budget = pyo.Constraint(expr=m.area <= eng.area_budget_mm2)
+        if eng.power_budget_w is not None:
+            m.power_budget = pyo.Constraint(expr=m.power <= eng.power_budget_w)
+        m.T = pyo.Var(domain=pyo.NonNegativeReals)
+
+    def _phases(self, m: pyo.ConcreteModel) -> None:
+        md = self.md
+        ki = [(k, i) for k in range(len(md.demands)) for i in range(self.nph[k])]
+        m.phase_time = pyo.Var(ki, domain=pyo.NonNegativeReals)
+        m.phase_bound = pyo.ConstraintList()
+        self.max_phase_us: dict[tuple[int, int], float] = {}
+        for k, i in ki:
+            link = md.demands[k].phase_link_s[i] / TIME_UNIT
+            m.phase_bound.add(m.phase_time[k, i] >= link)
+            worst = link
+            for t in md.phase_terms(k, i):
+                m.phase_bound.add(m.phase_time[k, i] >= self.lin(t))
+                worst = max(worst, max(t.coeffs))
+            self.max_phase_us[k, i] = worst
+
+    def traversal(self, k: int):
+        """A chunk's least time through all phases of collective k (us, linear in y)."""
+        return sum(self.model.phase_time[k, i] for i in range(self.nph[k]))
+
+    def _max_traversal(self, k: int) -> float:
+        return sum(self.max_phase_us[k, i] for i in range(self.nph[k]))
+
+    def work(self, k: int, d: int):
+        """Dimension d's work for all chunks of collective k (us, linear in y)."""
+        dims = self.md.demands[k].phase_dims
+        return self.chunks * sum(self.model.phase_time[k, i] for i in range(self.nph[k]) if dims[i] == d)
+
+    def _gate(self, resource: str, o: int, big_m: float):
+        """0 when option o of ``resource`` is chosen, ``big_m`` otherwise (0 for a fixed resource)."""
+        if resource not in self.sized:
+            return 0.0
+        return big_m * (1 - self.model.y[resource, o])
+
+    def _loads(self, m: pyo.ConcreteModel) -> None:
+        """Every dimension, every pool and (ACE) the SRAM must carry one iteration's traffic per period."""
+        md, eng = self.md, self.engine
+        m.loads = pyo.ConstraintList()
+        m.loads.add(m.T >= self.P)
+        K = len(md.demands)
+        ndims = len(md.problem.topology.dims)
+        for d in range(ndims):
+            ks = [k for k in range(K) if d in md.demands[k].phase_dims]
+            if ks:
+                m.loads.add(m.T >= sum(self.work(k, d) for k in ks))
+        for term in md.pool_load_terms():
+            m.loads.add(m.T >= self.lin(term))
+        if eng.kind == "ace":
+            for o, opt in enumerate(eng.options("sram")):
+                held = [self.chunks * sram_need(md.demands[k].chunk_bytes, opt.value) / opt.value for k in range(K)]
+                big = sum(h * self._max_traversal(k) for k, h in enumerate(held))
+                if big > 0:
+                    m.loads.add(m.T + self._gate("sram", o, big) >= sum(h * self.traversal(k) for k, h in enumerate(held)
+                                                                       if self.nph[k]))
+
+    def _cycle(self, m: pyo.ConcreteModel) -> None:
+        """Compute at full speed in program order; each collective at least its span after its release."""
+        md, eng = self.md, self.engine
+        it = md.iteration
+        J, K = len(it.computes), len(it.comms)
+        m.compute_start = pyo.Var(range(J), domain=pyo.NonNegativeReals)
+        m.comm_end = pyo.Var(range(K), domain=pyo.NonNegativeReals)
+        m.compute_start[0].fix(0.0)
+        p = self.compute_us
+        m.cycle = pyo.ConstraintList()
+        for j in range(J - 1):
+            m.cycle.add(m.compute_start[j + 1] >= m.compute_start[j] + p[j])
+        m.cycle.add(m.compute_start[0] + m.T >= m.compute_start[J - 1] + p[J - 1])
+        for k, c in enumerate(it.comms):
+            release = m.compute_start[c.issue_after] + p[c.issue_after]
+            for span in self._spans(k):
+                m.cycle.add(m.comm_end[k] >= release + span)
+            if eng.kind == "ace" and self.nph[k]:
+                for o, opt in enumerate(eng.options("sram")):
+                    waves = self._waves(k, opt.value)
+                    if waves > 1:
+                        big = waves * self._max_traversal(k)
+                        m.cycle.add(m.comm_end[k] + self._gate("sram", o, big) >= release + waves * self.traversal(k))
+            shift = m.T if c.next_iteration else 0.0
+            m.cycle.add(m.compute_start[c.wait_before] + shift >= m.comm_end[k] + c.delay_s / TIME_UNIT)
+
+    def _spans(self, k: int) -> list:
+        """Lower bounds on collective k's span (us): its traversal, and per dimension the phases before
+        its first visit, all chunks' work there, and the phases after its last visit."""
+        if not self.nph[k]:
+            return [0.0]
+        dims = self.md.demands[k].phase_dims
+        pt = self.model.phase_time
+        out = [self.traversal(k)]
+        for d in sorted(set(dims)):
+            on = [i for i, x in enumerate(dims) if x == d]
+            out.append(sum(pt[k, i] for i in range(on[0])) + self.work(k, d)
+                       + sum(pt[k, i] for i in range(on[-1] + 1, self.nph[k])))
+        return out
+
+    def _waves(self, k: int, sram_bytes: float) -> int:
+        """Chunks of collective k pass the SRAM in ceil(chunks / q) waves when only q fit at once."""
+        hold = sram_need(self.md.demands[k].chunk_bytes, sram_bytes)
+        if hold <= 0:
+            return 1
+        q = max(1, int(sram_bytes // hold + 1e-9))
+        return math.ceil(self.chunks / q)
+
+    def _objective(self, m: pyo.ConcreteModel, what: str, target_s: float | None) -> None:
+        self.objective = what
+        self.time_target_us = target_s / TIME_UNIT if target_s is not None and what != "iteration_time" else None
+        if target_s is not None and what != "iteration_time":
+            m.time_target = pyo.Constraint(expr=m.T <= target_s / TIME_UNIT)
+        m.obj = pyo.Objective(expr={"iteration_time": m.T, "area": m.area, "power": m.power}[what], sense=pyo.minimize)
+        self._obj_expr = m.obj.expr
+
+    @property
+    def custom(self) -> bool:
+        """Whether a hook replaced or changed the objective (its value is then in the hook's own units)."""
+        m = self.model
+        return not m.obj.active or m.obj.expr is not self._obj_expr
+
+    def solve(self, spec: SolverSpec, time_limit_s: float) -> SolveStats:
+        """Solve the master with HiGHS (compiled on the first call, after any hook changed the model)."""
+        if self.compiled is None:
+            self.compiled = CompiledModel(self.model)
+        return self.compiled.solve(spec, time_limit_s)
+
+    def _cut(self, where: pyo.ConstraintList, expr) -> None:
+        """Add a constraint to the Pyomo model and, once compiled, to HiGHS as well."""
+        con = where.add(expr)
+        if self.compiled is not None:
+            self.compiled.add(None if con.lower is None else pyo.value(con.lower), con.body,
+                              None if con.upper is None else pyo.value(con.upper))
+
+    # ------------------------------------------------------------------ cuts
+    def add_evaluation(self, ev: Evaluation) -> None:
+        """T >= f(d) wherever the design is d's (or d's plateau), and nothing new elsewhere."""
+        m, eng = self.model, self.engine
+        terms = []
+        for r in self.sized:
+            opts = eng.options(r)
+            o = ev.choice[r]
+            if r in ev.plateau:
+                terms.append(sum(m.y[r, q] for q in range(len(opts)) if opts[q].value < opts[o].value))
+            else:
+                terms.append(1 - m.y[r, o])
+        slack = max(0.0, ev.period_us - self.P)
+        self._cut(m.visited, m.T >= ev.period_us - slack * sum(terms))
+
+    def _interval_data(self):
+        """Per dimension: each collective's release and due date shifted by the link time of the phases
+        before its first and after its last visit there (constants: link times do not depend on the
+        design), from the separable iteration's closed form (lateness.instance, nominal compute)."""
+        md = self.md
+        K = len(md.demands)
+        inst = instance(self.shape, [t * TIME_UNIT for t in self.compute_us], [0.0] * K)
+        out = {}
+        for d in range(len(md.problem.topology.dims)):
+            ks, rel, due = [], [], []
+            for k in range(K):
+                dims = md.demands[k].phase_dims
+                if d not in dims:
+                    continue
+                on = [i for i, x in enumerate(dims) if x == d]
+                link = [s / TIME_UNIT for s in md.demands[k].phase_link_s]
+                ks.append(k)
+                rel.append(inst.release[k] + sum(link[:on[0]]))
+                due.append(inst.due[k] - sum(link[on[-1] + 1:]))
+            if ks:
+                out[("dim", d)] = (ks, np.array(rel), np.array(due))
+        ks = [k for k in range(K) if self.nph[k]]
+        out["sram"] = (ks, inst.release[ks], inst.due[ks])
+        return out
+
+    def interval_cuts(self, choice: dict[str, int], T_us: float, max_cuts: int = 8) -> int:
+        """Add the interval cuts that the design ``choice`` violates at period ``T_us`` (at most
+        ``max_cuts``, the most violated first); return how many were added. No-op unless separable."""
+        if self._release_due is None:
+            return 0
+        found = []
+        values = self.md.phase_values(choice)  # (k, i) -> us alone at this design
+        for key, (ks, rel, due) in self._release_due.items():
+            if key == "sram":
+                if self.engine.kind != "ace":
+                    continue
+                o = choice["sram"]
+                S = self.engine.options("sram")[o].value
+                sel = [n for n, k in enumerate(ks) if sram_need(self.md.demands[k].chunk_bytes, S) > S / 2 * (1 + 1e-12)]
+                w = np.array([self.chunks * sum(values[k, i] for i in range(self.nph[k])) for k in ks])
+                tag = ("sram", o)
+            else:
+                d = key[1]
+                sel = list(range(len(ks)))
+                w = np.array([self.chunks * sum(values[k, i] for i in range(self.nph[k])
+                                                if self.md.demands[k].phase_dims[i] == d) for k in ks])
+                tag = key
+            if len(sel) < 2:
+                continue
+            sel = np.array(sel)
+            best = _best_interval(rel[sel], due[sel], w[sel])
+            if best is None:
+                continue
+            a, b, lmax = best
+            bound = self.P + lmax
+            if bound > T_us * (1 + VIOLATION) + 1e-9:
+                members = [ks[sel[n]] for n in range(len(sel))
+                           if rel[sel[n]] >= rel[sel[a]] - 1e-12 and due[sel[n]] <= due[sel[b]] + 1e-12]
+                found.append((bound - T_us, tag, float(rel[sel[a]]), float(due[sel[b]]), tuple(members)))
+        found.sort(key=lambda x: -x[0])
+        added = 0
+        for _, tag, ra, db, members in found[:max_cuts]:
+            key = (tag, members)
+            if key in self._intervals:
+                continue
+            self._intervals.add(key)
+            self._add_interval(tag, ra, db, members)
+            added += 1
+        return added
+
+    def _add_interval(self, tag, ra: float, db: float, members: tuple[int, ...]) -> None:
+        m = self.model
+        if tag[0] == "dim":
+            lhs = sum(self.work(k, tag[1]) for k in members)
+            self._cut(m.interval, m.T >= self.P + ra + lhs - db)
+        else:
+            o = tag[1]
+            lhs = sum(self.chunks * self.traversal(k) for k in members)
+            big = sum(self.chunks * self._max_traversal(k) for k in members)
+            self._cut(m.interval, m.T + self._gate("sram", o, big) >= self.P + ra + lhs - db)
+
+
+def _best_interval(rel: np.ndarray, due: np.ndarray, w: np.ndarray) -> tuple[int, int, float] | None:
+    """max over a, b of rel[a] + sum(w[k] : rel[k] >= rel[a], due[k] <= due[b]) - due[b], and its (a, b):
+    Jackson's preemptive bound on the maximum lateness of jobs (rel, w, due) on one machine."""
+    n = len(rel)
+    best = None
+    order_due = np.argsort(due, kind="stable")
+    for a in range(n):
+        mask = rel[order_due] >= rel[a] - 1e-12
+        cum = np.cumsum(np.where(mask, w[order_due], 0.0))
+        vals = np.where(mask, rel[a] + cum - due[order_due], -np.inf)
+        j = int(np.argmax(vals))
+        if best is None or vals[j] > best[2]:
+            best = (a, int(order_due[j]), float(vals[j]))
+    return best
