@@ -82,7 +82,7 @@ def test_all_reduce_is_reduce_scatter_then_all_gather(ss, S):
 
 @given(sizes, nbytes)
 def test_baseline_hbm_is_3_5x_network_for_all_reduce(ss, S):
-    """PAPER.md: 5 bytes of HBM per reduce-scatter byte, 2 per all-gather byte -> 3.5x."""
+    """docs/paper.md: 5 bytes of HBM per reduce-scatter byte, 2 per all-gather byte -> 3.5x."""
     dem = collective_demands(Comm("all_reduce", S), torus(*ss), Engine("baseline"), chunks=1)
     wire = sum(p.wire_bytes for p in phases(Comm("all_reduce", S), torus(*ss)))
     assert sum(dem.phase_hbm_bytes) == pytest.approx(3.5 * wire, rel=1e-9)

@@ -159,7 +159,7 @@ def test_reduced_study_through_the_command_line(tmp_path, capsys):
     for k in JSON_KEYS:
         assert doc[k] is not None and doc["milp"][k] is not None
     assert doc["headline_figure"] == "simulator"
-    assert doc["milp"]["hbm_reduction_avg"] == pytest.approx(3.5 * 15 / 16, rel=0.05)  # PAPER.md's model at 16
+    assert doc["milp"]["hbm_reduction_avg"] == pytest.approx(3.5 * 15 / 16, rel=0.05)  # docs/paper.md's model at 16
     ace = [r for r in doc["cases"] if r["config"] == "ace"]
     assert all(r["area_mm2"] <= 4.0 + 1e-9 for r in ace)
     for f in ("cases.csv", "hbm.csv", "comparisons.csv", "summary.json", "table.md", "speedup.png", "hbm.png",

@@ -1,6 +1,6 @@
 """ASTRA-sim 1.0 compatible mode: the event core, hand-computed cases, the shipped samples, bad input.
 
-Hand computations use ASTRA-sim 1.0's analytical rules (shared reference ASTRA_SIM_1_0_SEMANTICS.md):
+Hand computations use ASTRA-sim 1.0's analytical rules (docs/astra-sim-1.0.md):
 T = int(h * latency + bytes / bw) per message with bw = GB/s x 2^30/1e9 x links (ring, switch) or
 x links // (N-1) (fully connected); every packet visits the endpoint for E cycles.
 """

@@ -1,7 +1,7 @@
 """ASTRA-sim 1.0 network JSON (analytical backend) and system text files, as frozen dataclasses.
 
-Both formats are ASTRA-sim's own (see the shared reference, ASTRA_SIM_1_0_SEMANTICS.md, and the sample
-files under its ``astra-sim-1.0/`` folder). Units are ASTRA's: latencies in ns (1 cycle = 1 ns),
+Both formats are ASTRA-sim's own (docs/astra-sim-1.0.md, "Inputs"; its sample files are under
+tests/data/astra/). Units are ASTRA's: latencies in ns (1 cycle = 1 ns),
 link bandwidth in GB/s per link (the analytical backend reads it GiB-based, bytes/ns = GB/s x 2^30/1e9),
 HBM bandwidth in GB/s read as bytes/ns, endpoint delay in cycles. Defaults are those of ASTRA-sim 1.0's
 analytical front end; anything malformed raises SpecError naming the file, the key and what was expected.

@@ -10,7 +10,7 @@ whole ns because ASTRA truncates time to whole cycles.
 The training loops (DATA, MODEL, HYBRID_DLRM, MICRO) follow ASTRA's Workload.cc: each step of the loop
 is a Sys event, every move between steps costs one cycle, waits register on the layer whose collective
 is pending and resume when it finishes plus its update delay. The collectives run in
-``astra.system.SystemLayer``. Semantics: shared reference, ASTRA_SIM_1_0_SEMANTICS.md.
+``astra.system.SystemLayer``. Semantics: docs/astra-sim-1.0.md.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reproduce the ACE study (PAPER.md) with codesign: every case solved by the MILP and replayed.
+"""Reproduce the ACE study (docs/paper.md) with codesign: every case solved by the MILP and replayed.
 
     python -m codesign.study --generate         # (re)write problems/paper/ from study/cases.py
     codesign reproduce [--json] [--out DIR]     # run the study (codesign/cli/study.py)
@@ -31,7 +31,7 @@ from .cases import (BASELINES, HBM_ENGINES, HBM_NET_SCALES, SENSITIVITY_NPUS, SH
 from .metrics import (busy_time, hbm_point, maximum, mean, milp_comm_intervals, network_load, sim_comm_intervals,
                       utilization)
 
-#: The paper's numbers (PAPER.md, from the abstract of Rashidi et al., ISCA 2021).
+#: The paper's numbers (docs/paper.md, from the abstract of Rashidi et al., ISCA 2021).
 PAPER = {
     "workloads": {"resnet50": {"speedup_avg": 1.41, "speedup_max": 1.51},
                   "gnmt": {"speedup_avg": 1.12, "speedup_max": 1.17},

@@ -1,4 +1,4 @@
-"""Importer for ASTRA-sim 1.0 text workloads (format: shared reference, ASTRA_SIM_1_0_SEMANTICS.md).
+"""Importer for ASTRA-sim 1.0 text workloads (format: docs/astra-sim-1.0.md, "Inputs").
 
 Line 1 is the parallelism (``DATA``, ``MODEL``, ``HYBRID_DLRM <b>``, ``MICRO``, ...), line 2 the layer
 count, then one line per layer with 12 whitespace-separated fields (13 for ``HYBRID_CUSTOMIZED``):
