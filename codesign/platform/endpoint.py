@@ -1,10 +1,10 @@
 """The NPU endpoint and the communication engine that runs collectives beside it.
 
-Three engines, as in the ACE study (PAPER.md):
+Three engines, as in the ACE study (docs/paper.md):
 - ``baseline``: collectives run on ``comm_cores`` of the NPU's cores and use a reserved share
   ``comm_hbm_share`` of its HBM bandwidth; compute keeps the rest. Per byte sent, a reduce-scatter
   step touches ``hbm_per_reduce_byte`` (5) bytes of HBM and an all-gather step ``hbm_per_copy_byte``
-  (2): the PAPER.md memory-traffic model that yields the 3.5x.
+  (2): the memory-traffic model of docs/paper.md that yields the 3.5x.
 - ``ace``: the Accelerator Collectives Engine: ``sram`` bytes, reduction ``alu`` rate (bytes/s) and
   ``dma`` bandwidth (bytes/s) to HBM. It reads each input once and writes each output once and uses
   no NPU cores; its DMA bandwidth is drawn from HBM and so is reserved away from compute.
