@@ -72,43 +72,6 @@ def solve_model(m: pyo.ConcreteModel, spec: SolverSpec, time_limit_s: float | No
     return SolveStats(status, tc.name, inc if has else None, bound, gap, wall, model_size(m), has)
 
 
-# ---------------------------------------------------------------------------------------------------
-# highspy's own API, for models built as arrays (order_model.py): no Pyomo translation, MIP starts,
-# and an objective cutoff.
-
-@dataclass(frozen=True)
-class ArrayModel:
-    """A MILP as arrays: minimize cost @ x subject to row_lo <= A x <= row_hi, col_lo <= x <= col_hi;
-    A given as COO triplets; ``integer[j]`` marks integer (here: binary) columns."""
-
-    cost: np.ndarray
-    col_lo: np.ndarray
-    col_hi: np.ndarray
-    integer: np.ndarray
-    row_lo: np.ndarray
-    row_hi: np.ndarray
-    rows: np.ndarray
-    cols: np.ndarray
-    vals: np.ndarray
-
-    @property
-    def size(self) -> ModelSize:
-        return ModelSize(len(self.cost), int(self.integer.sum()), len(self.row_lo))
-
-
-@dataclass(frozen=True)
-class ArrayResult:
-    """What HiGHS said about an ArrayModel: status optimal | time_limit | cutoff (no solution better than
-    the cutoff exists: the cutoff is a proven bound) | infeasible | error; ``x`` the incumbent or None."""
-
-    status: str
-    objective: float | None
-    bound: float | None
-    x: np.ndarray | None
-    solve_time_s: float
-    nodes: int
-
-
 def new_highs():
     """A silent highspy.Highs, its start-up banner kept off stdout (``--json`` prints only JSON there)."""
     import os
@@ -125,73 +88,6 @@ def new_highs():
         os.close(saved)
     h.setOptionValue("output_flag", False)
     return h
-
-
-def _pass(h, m: ArrayModel, relax: bool = False) -> None:
-    import highspy
-    lp = highspy.HighsLp()
-    n, r = len(m.cost), len(m.row_lo)
-    lp.num_col_, lp.num_row_ = n, r
-    lp.col_cost_ = np.asarray(m.cost, dtype=float)
-    lp.col_lower_ = np.asarray(m.col_lo, dtype=float)
-    lp.col_upper_ = np.asarray(m.col_hi, dtype=float)
-    lp.row_lower_ = np.asarray(m.row_lo, dtype=float)
-    lp.row_upper_ = np.asarray(m.row_hi, dtype=float)
-    order = np.lexsort((m.rows, m.cols))
-    cols = np.asarray(m.cols)[order]
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.searchsorted(cols, np.arange(n + 1)).astype(np.int32)
-    lp.a_matrix_.index_ = np.asarray(m.rows)[order].astype(np.int32)
-    lp.a_matrix_.value_ = np.asarray(m.vals, dtype=float)[order]
-    if not relax and m.integer.any():
-        lp.integrality_ = [highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous
-                           for b in m.integer]
-    h.passModel(lp)
-
-
-def solve_arrays(m: ArrayModel, *, time_limit_s: float, rel_gap: float, threads: int = 1, presolve: bool = True,
-                 start: np.ndarray | None = None, cutoff: float | None = None) -> ArrayResult:
-    """Solve ``m`` with HiGHS. ``start``: a feasible point handed over as the MIP start. ``cutoff``: only
-    solutions with objective below it are wanted; if HiGHS proves there are none, status is ``cutoff``."""
-    import highspy
-    h = new_highs()
-    # HiGHS keeps one thread pool per process, sized by the first solve; a solve asking for another
-    # size fails unless the pool is reset first (and reset after, for the next solver in this process)
-    h.resetGlobalScheduler(True)
-    h.setOptionValue("time_limit", max(0.01, float(time_limit_s)))
-    h.setOptionValue("mip_rel_gap", float(rel_gap))
-    h.setOptionValue("threads", int(threads))
-    h.setOptionValue("presolve", "on" if presolve else "off")
-    if cutoff is not None:
-        h.setOptionValue("objective_bound", float(cutoff))
-    _pass(h, m)
-    if start is not None:
-        sol = highspy.HighsSolution()
-        sol.col_value = list(np.asarray(start, dtype=float))
-        h.setSolution(sol)
-    t0 = time.perf_counter()
-    h.run()
-    wall = time.perf_counter() - t0
-    h.resetGlobalScheduler(True)
-    ms = h.getModelStatus()
-    info = h.getInfo()
-    S = highspy.HighsModelStatus
-    has = info.primal_solution_status == highspy.kSolutionStatusFeasible
-    x = np.array(h.getSolution().col_value) if has else None
-    obj = info.objective_function_value if has else None
-    bound = info.mip_dual_bound
-    bound = bound if bound is not None and math.isfinite(bound) else None
-    if ms == S.kOptimal:
-        status = "optimal"
-    elif ms in (S.kTimeLimit, S.kIterationLimit, S.kInterrupt, S.kSolutionLimit):
-        status = "time_limit"
-    elif ms == S.kObjectiveBound or (ms == S.kInfeasible and cutoff is not None):
-        status = "cutoff"
-    elif ms in (S.kInfeasible, S.kUnboundedOrInfeasible):
-        status = "infeasible"
-    else:
-        status = "error"
-    return ArrayResult(status, obj, bound, x, wall, int(info.mip_node_count))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -218,21 +114,30 @@ class CompiledModel:
         objs = list(m.component_data_objects(pyo.Objective, active=True))
         if len(objs) != 1:
             raise ValueError(f"the model has {len(objs)} active objectives; HiGHS takes one")
-        obj = objs[0]
-        repn = self._repn(obj.expr)
-        self.sense = 1.0 if obj.sense == pyo.minimize else -1.0
-        self.offset = float(repn.constant)
         for v in m.component_data_objects(pyo.Var, active=True):
             self._column(v)
-        cost = {self.col[i]: self.sense * float(c) for i, c in repn.linear.items()}
-        for j in range(len(self.vars)):
-            if cost.get(j):
-                self.h.changeColCost(j, cost[j])
+        self.set_objective(objs[0].expr, objs[0].sense == pyo.minimize)
         self.rows = 0
         for con in m.component_data_objects(pyo.Constraint, active=True):
             lo = None if con.lower is None else pyo.value(con.lower)
             hi = None if con.upper is None else pyo.value(con.upper)
             self.add(lo, con.body, hi)
+
+    def set_objective(self, expr, minimize: bool = True) -> None:
+        """Make the linear ``expr`` the objective (minimized unless ``minimize`` is False)."""
+        repn = self._repn(expr)
+        self.sense = 1.0 if minimize else -1.0
+        self.offset = float(repn.constant)
+        cost = np.zeros(len(self.vars))
+        for key, c in repn.linear.items():
+            cost[self._column(self.var_map[key])] = self.sense * float(c)
+        n = len(self.vars)
+        self.h.changeColsCost(n, np.arange(n, dtype=np.int32), cost[:n])
+
+    def pop_row(self) -> None:
+        """Remove the row added last."""
+        self.rows -= 1
+        self.h.deleteRows(1, np.array([self.rows], dtype=np.int32))
 
     def _repn(self, expr):
         repn = self.visitor.walk_expression(expr)
@@ -280,6 +185,9 @@ class CompiledModel:
         """Run HiGHS; load the incumbent into the Pyomo variables. Statuses as ``solve_model``'s."""
         import highspy
         h = self.h
+        # HiGHS keeps one thread pool per process, sized by its first solve; a solve asking for another
+        # size fails unless the pool is reset first (and after, for the next solver in this process)
+        h.resetGlobalScheduler(True)
         h.setOptionValue("time_limit", max(0.01, float(time_limit_s)))
         h.setOptionValue("mip_rel_gap", float(spec.mip_gap))
         h.setOptionValue("threads", int(spec.threads))
@@ -287,6 +195,7 @@ class CompiledModel:
         t0 = time.perf_counter()
         h.run()
         wall = time.perf_counter() - t0
+        h.resetGlobalScheduler(True)
         ms = h.getModelStatus()
         info = h.getInfo()
         S = highspy.HighsModelStatus

@@ -260,6 +260,30 @@ class Master:
             self.compiled = CompiledModel(self.model)
         return self.compiled.solve(spec, time_limit_s)
 
+    def smallest_at(self, spec: SolverSpec, T_us: float, time_limit_s: float) -> bool:
+        """Among the designs the master admits at period ``T_us``, load the one of least area into the
+        model's variables (False if HiGHS found none in time): the design to evaluate when several tie
+        on the bound, so that its plateau covers the larger ones. Leaves the master as it was."""
+        c = self.compiled
+        m = self.model
+        c.add(None, m.T, T_us + 1e-9)
+        c.set_objective(m.area + 1e-6 * self._smallness())
+        try:
+            return c.solve(spec, time_limit_s).has_solution
+        finally:
+            c.pop_row()
+            c.set_objective(m.obj.expr, m.obj.sense == pyo.minimize)
+
+    def _smallness(self):
+        """Sum over resources of the chosen option's rank by value: ties on area go to smaller options."""
+        m, eng = self.model, self.engine
+        total = 0.0
+        for r in self.sized:
+            opts = eng.options(r)
+            rank = {o: n for n, o in enumerate(sorted(range(len(opts)), key=lambda o: opts[o].value))}
+            total = total + sum(rank[o] * m.y[r, o] for o in range(len(opts)))
+        return total
+
     def _cut(self, where: pyo.ConstraintList, expr) -> None:
         """Add a constraint to the Pyomo model and, once compiled, to HiGHS as well."""
         con = where.add(expr)
@@ -281,6 +305,11 @@ class Master:
                 terms.append(1 - m.y[r, o])
         slack = max(0.0, ev.period_us - self.P)
         self._cut(m.visited, m.T >= ev.period_us - slack * sum(terms))
+
+    def exclude(self, choice: dict[str, int]) -> None:
+        """Forbid the design ``choice`` (a no-good cut: at least one resource takes another option)."""
+        if self.sized:
+            self._cut(self.model.visited, sum(1 - self.model.y[r, choice[r]] for r in self.sized) >= 1)
 
     def _interval_data(self):
         """Per dimension: each collective's release and due date shifted by the link time of the phases

@@ -34,6 +34,7 @@ from ..platform.endpoint import design_area_mm2, design_power_w
 from ..problem.model import Problem
 
 Extra = Callable[[pyo.ConcreteModel, Problem], None]
+TIE = 1e-7  # relative: periods this close tie, and the least area decides
 #: Evaluate one design: (the evaluation whose period the cut carries, the best simulated period in us,
 #: whatever the caller wants kept with the visit).
 Evaluator = Callable[[dict[str, int]], tuple[Evaluation, float, Any]]
@@ -100,7 +101,24 @@ class Search:
     md: ModelData
     evaluate: Evaluator
     deadline: float
+    #: True: an evaluation is the design's exact period (a policy's replay). False: it is the best period
+    #: of the orders tried, and its cut only a lower bound (order: optimize): see ``_run_bounded``.
+    exact: bool = True
     visits: list[Visit] = field(default_factory=list)
+    evaluation_s: float = 0.0  # wall time spent evaluating, to tell whether one more fits the deadline
+
+    def _time_for_one_more(self) -> bool:
+        """Whether an evaluation, at the mean time the earlier ones took, would end before the deadline."""
+        mean = self.evaluation_s / len(self.visits) if self.visits else 0.0
+        return time.perf_counter() + mean <= self.deadline
+
+    def _evaluate(self, choice: dict[str, int]) -> Visit:
+        t0 = time.perf_counter()
+        ev, simulated, payload = self.evaluate(choice)
+        self.evaluation_s += time.perf_counter() - t0
+        visit = Visit(ev, simulated, payload)
+        self.visits.append(visit)
+        return visit
 
     def find(self, choice: dict[str, int]) -> Visit | None:
         return next((v for v in self.visits if covers(v.evaluation, choice, self.md.engine)), None)
@@ -117,6 +135,8 @@ class Search:
 
     def run(self, master: Master) -> SearchResult:
         """Alternate master solves and evaluations until the master settles on an evaluated design."""
+        if not self.exact:
+            return self._run_bounded(master)
         solver = self.md.problem.solver
         solves = cuts = 0
         bound = None
@@ -136,28 +156,100 @@ class Search:
                 return self._stopped(master, solves, bound, stats, cuts)
             choice = choice_from(master)
             if stats.status != "optimal":  # out of time: evaluate the master's design if it is new, and stop
-                if self.find(choice) is None and time.perf_counter() < self.deadline:
-                    ev, simulated, payload = self.evaluate(choice)
-                    self.visits.append(Visit(ev, simulated, payload))
+                if self.find(choice) is None and (not self.visits or self._time_for_one_more()):
+                    self._evaluate(choice)
                 return self._stopped(master, solves, bound, stats, cuts)
             T_us = pyo.value(master.model.T)
             added = master.interval_cuts(choice, T_us)
             if added:
                 cuts += added
                 continue
+            if master.objective == "iteration_time" and not master.custom and master.sized:
+                # several designs may tie on the bound: take the smallest, whose plateau covers the rest
+                # (and which, once evaluated at the optimum, is the least-area optimal design)
+                if master.smallest_at(solver, T_us * (1 + TIE), max(0.01, self.deadline - time.perf_counter())):
+                    choice = choice_from(master)
             visit = self.find(choice)
             if visit is None:
-                if time.perf_counter() >= self.deadline:
+                if not self._time_for_one_more():
                     return self._stopped(master, solves, bound, stats, cuts)
-                ev, simulated, payload = self.evaluate(choice)
-                self.visits.append(Visit(ev, simulated, payload))
-                master.add_evaluation(ev)
+                master.add_evaluation(self._evaluate(choice).evaluation)
                 continue
             if T_us < visit.evaluation.period_us * (1 - 1e-6) - 1e-6:
                 raise SolverError(f"the master's period {T_us:.6g} us is below its evaluated design's "
                                   f"{visit.evaluation.period_us:.6g} us: an evaluation cut did not hold")
             status = "optimal" if stats.status == "optimal" else "time_limit"
             return SearchResult(status, visit, stats.objective, stats.bound, solves, stats.size, stats, cuts)
+
+    def _run_bounded(self, master: Master) -> SearchResult:
+        """The search when an evaluation only brackets a design (the best order found above, a bound for
+        every order below): each evaluated design leaves the master (a no-good cut), and the search goes
+        on while the master's best remaining design could beat the best found. The bound is the least of
+        the master's bound over the designs left and the evaluated designs' own bounds; the status is
+        ``optimal`` when the best found meets it (within the MIP gap), else ``feasible``."""
+        if master.custom:
+            from ..errors import SpecError
+            raise SpecError("an extra hook's own objective needs an exact evaluation: use order lifo or fifo",
+                            path="schedule.order")
+        solver = self.md.problem.solver
+        gap = max(solver.mip_gap, 1e-9)
+        solves = cuts = 0
+        stats = None
+        for v in self.visits:
+            master.exclude(v.choice)
+        remaining = None   # the master's bound over the designs not evaluated (None: none left)
+        timed_out = False
+        while True:
+            left = self.deadline - time.perf_counter()
+            if left <= 0:
+                timed_out = True
+                break
+            if self.visits and not master.sized:  # the one design there is has been evaluated
+                remaining = None
+                break
+            stats = master.solve(solver, left if self.visits else 0.9 * left)
+            solves += 1
+            if stats.status == "infeasible":
+                remaining = None
+                break
+            remaining = stats.bound
+            if not stats.has_solution:
+                timed_out = True
+                break
+            choice = choice_from(master)
+            added = master.interval_cuts(choice, pyo.value(master.model.T))
+            if added:
+                cuts += added
+                continue
+            best = self._best_bounded(master)
+            if best is not None and remaining is not None and _upper(master, best) <= remaining * (1 + gap):
+                break  # no design left can beat the best found
+            if stats.status != "optimal":
+                if not self.visits or self._time_for_one_more():
+                    master.exclude(self._evaluate(choice).choice)
+                timed_out = True
+                break
+            if not self._time_for_one_more():
+                timed_out = True
+                break
+            master.exclude(self._evaluate(choice).choice)
+        best = self._best_bounded(master)
+        lows = [_lower(master, v) for v in self.visits]
+        if remaining is not None:
+            lows.append(remaining)
+        bound = min(lows) if lows else None
+        if best is None:
+            status = "time_limit" if timed_out else "infeasible"
+            return SearchResult(status, None, None, bound, solves, stats.size if stats else None, stats, cuts)
+        value = _upper(master, best)
+        closed = bound is not None and value <= bound * (1 + gap) + 1e-12
+        status = "time_limit" if timed_out and not closed else ("optimal" if closed else "feasible")
+        return SearchResult(status, best, value, bound, solves, stats.size if stats else None, stats, cuts)
+
+    def _best_bounded(self, master: Master) -> Visit | None:
+        ok = [v for v in self.visits if _upper(master, v) < float("inf")]
+        return min(ok, key=lambda v: (_upper(master, v), v.simulated_us,
+                                      design_area_mm2(master.engine, v.choice)), default=None)
 
     def _stopped(self, master: Master, solves: int, bound: float | None, stats: SolveStats | None,
                  cuts: int) -> SearchResult:
@@ -183,6 +275,26 @@ def _objective(master: Master, v: Visit) -> float:
     if what == "power":
         return design_power_w(master.engine, v.choice)
     return v.evaluation.period_us
+
+
+def _upper(master: Master, v: Visit) -> float:
+    """The objective an evaluated design is known to reach (inf if it misses the time target)."""
+    target = master.time_target_us
+    if target is not None and v.simulated_us > target * (1 + 1e-9):
+        return float("inf")
+    if master.objective == "iteration_time":
+        return v.simulated_us
+    return _objective(master, v)
+
+
+def _lower(master: Master, v: Visit) -> float:
+    """What an evaluated design may reach at best (inf if even its bound misses the time target)."""
+    target = master.time_target_us
+    if target is not None and v.evaluation.period_us > target * (1 + 1e-9):
+        return float("inf")
+    if master.objective == "iteration_time":
+        return v.evaluation.period_us
+    return _objective(master, v)
 
 
 def _admitted(master: Master, v: Visit) -> bool:

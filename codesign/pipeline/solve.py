@@ -32,11 +32,10 @@ from ..platform.endpoint import POOL_OF, Design, Engine, design_area_mm2, design
 from ..problem.model import Problem
 from ..sim.replay import SimResult, simulate
 from ..spec.units import SECONDS, format_quantity
-from .search import Search, SearchResult, Visit
+from .search import TIE, Search, SearchResult, Visit
 from .solution import ScheduledTask, Solution
 
 Extra = Callable[[pyo.ConcreteModel, Problem], None]
-TIE = 1e-7  # relative: designs this close in the first objective tie, and the second decides
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,7 @@ def policy_evaluator(md: ModelData) -> Callable[[dict[str, int]], tuple[Evaluati
     p = md.problem
 
     def evaluate(choice: dict[str, int]) -> tuple[Evaluation, float, Replayed]:
-        sim = simulate(p, design_of(p.engine, choice))
+        sim = simulate(p, design_of(p.engine, choice), record=True)
         period = sim.period_s / TIME_UNIT
         return Evaluation(dict(choice), period, plateau(p.engine, sim.limited)), period, Replayed(sim)
     return evaluate
@@ -98,14 +97,14 @@ def optimize_evaluator(md: ModelData, refine_s: float) -> Callable[[dict[str, in
         design = design_of(p.engine, choice)
         bound_s, _ = any_order_bound_s(p, design)
         fifo = tuple((k, 0) for k in fifo_rank)  # FIFO's dispatch is fixed priorities in issue order
-        runs = {"lifo": Replayed(simulate(p, design, policy="lifo"), policy="lifo"),
-                "fifo": Replayed(simulate(p, design, order=fifo), priority=fifo)}
+        runs = {"lifo": Replayed(simulate(p, design, policy="lifo", record=True), policy="lifo"),
+                "fifo": Replayed(simulate(p, design, order=fifo, record=True), priority=fifo)}
         if sep:
             fs = flow_shop(p, design)
             best, _ = refine_priority(fs, [lifo_rank, fifo_rank], max(refine_s, 0.05))
             if best not in (lifo_rank, fifo_rank):
                 prio = tuple((k, 0) for k in best)
-                runs["refined"] = Replayed(simulate(p, design, order=prio), priority=prio)
+                runs["refined"] = Replayed(simulate(p, design, order=prio, record=True), priority=prio)
         name = min(runs, key=lambda n: runs[n].sim.period_s)
         tried = {f"{n}_s": r.sim.period_s for n, r in runs.items()}
         won = dataclasses.replace(runs[name], tried=tried)
@@ -141,76 +140,49 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     md = model_data(problem)
     optimize = problem.schedule.order == "optimize"
     evaluate = optimize_evaluator(md, refine_s) if optimize else policy_evaluator(md)
-    search = Search(md, evaluate, deadline=t0 + limit)
+    search = Search(md, evaluate, deadline=t0 + limit, exact=not optimize)
     master = search.master(extra=extra)
     res = search.run(master)
-    if res.status == "infeasible":
+    if res.status == "infeasible" and not search.visits:
         raise InfeasibleError(_explain_infeasible(search, extra))
-    if res.visit is None:
+    if res.status == "infeasible" and not optimize:
+        raise InfeasibleError(_explain_infeasible(search, extra))
+    if res.visit is None and not (optimize and search.visits):
         raise SolverError(f"no design was evaluated within the time limit ({limit:g} s)"
                           + (f"; the best possible period is at least {format_quantity(res.bound * TIME_UNIT, SECONDS)}"
                              if res.bound is not None and master.objective == "iteration_time" else "")
                           + "; raise it (--time-limit)")
     custom = master.custom
     chosen, status, objective, bound = _answer(search, master, res, optimize, custom)
-    if status == "optimal" and md.engine.sized and not custom:
+    if status == "optimal" and md.engine.sized and not custom and master.objective != "iteration_time":
+        # (minimizing time, the search already evaluates the least-area design among those tied)
         chosen = _tie_break(search, master, chosen, extra)
     return _solution(md, search, master, res, chosen, status, objective, bound, custom, diagnose,
                      time.perf_counter() - t0)
 
 
 def _answer(search: Search, master: Master, res: SearchResult, optimize: bool,
-            custom: bool) -> tuple[Visit, str, float, float | None]:
+             custom: bool) -> tuple[Visit, str, float, float | None]:
     """The design to report, its status, objective and bound, in the objective's unit."""
-    if not optimize:
-        return res.visit, res.status, res.objective, res.bound
-    # the cuts carried bounds: the answer is the best simulated design, the bound the master's
-    what = master.objective
-    target = master.time_target_us
-    ok = [v for v in search.visits if target is None or v.simulated_us <= target * (1 + 1e-9)]
-    if not ok:
+    if res.visit is None:  # order: optimize, every design evaluated, none meeting the target
         raise InfeasibleError("no design and order found that meet the iteration-time target "
-                              f"{format_quantity(target * TIME_UNIT, SECONDS)}; the orders tried reach at best "
-                              f"{format_quantity(min(v.simulated_us for v in search.visits) * TIME_UNIT, SECONDS)}")
-
-    def value(v: Visit) -> float:
-        if what == "area":
-            return design_area_mm2(master.engine, v.choice)
-        if what == "power":
-            return design_power_w(master.engine, v.choice)
-        return v.simulated_us
-    best = min(ok, key=lambda v: (value(v), v.simulated_us))
-    objective = value(best)
-    bound = res.bound
-    gap = (objective - bound) / max(abs(objective), 1e-12) if bound is not None else None
-    if res.status != "optimal":
-        status = "time_limit"
-    elif gap is not None and gap <= max(search.md.problem.solver.mip_gap, 1e-9):
-        status = "optimal"
-    else:
-        status = "feasible"
-    return best, status, objective, bound
+                              f"{format_quantity(master.time_target_us * TIME_UNIT, SECONDS)}; the orders tried reach "
+                              f"at best {format_quantity(min(v.simulated_us for v in search.visits) * TIME_UNIT, SECONDS)}")
+    return res.visit, res.status, res.objective, res.bound
 
 
 def _tie_break(search: Search, master: Master, chosen: Visit, extra: Extra | None) -> Visit:
-    """Among designs as good as the optimum (within TIE), the one with the least area (minimizing time)
-    or the shortest simulated period (minimizing area or power): a second, lexicographic search over
-    the same evaluations."""
+    """Minimizing area or power: among designs as good as the optimum (within TIE), the one with the
+    shortest simulated period, by a second, lexicographic search over the same evaluations. (Minimizing
+    time, the search itself evaluates the least-area design of those tied on its bound.)"""
     first = master.objective
-    if first == "iteration_time":
-        if search.md.problem.schedule.order == "optimize":
-            near = [v for v in search.visits if v.simulated_us <= chosen.simulated_us * (1 + TIE)]
-            return min(near, key=lambda v: design_area_mm2(search.md.engine, v.choice))
-        second = search.master(objective="area", time_target_s=chosen.evaluation.period_us * (1 + TIE) * TIME_UNIT,
-                               extra=extra)
-    else:
-        value = design_area_mm2 if first == "area" else design_power_w
-        best = value(search.md.engine, chosen.choice)
-        second = search.master(objective="iteration_time", extra=extra)
-        keep = second.model.area if first == "area" else second.model.power
-        second.model.lexicographic = pyo.Constraint(expr=keep <= best * (1 + TIE) + 1e-9)
-        if master.time_target_us is not None:
-            second.model.time_target = pyo.Constraint(expr=second.model.T <= master.time_target_us)
+    value = design_area_mm2 if first == "area" else design_power_w
+    best = value(search.md.engine, chosen.choice)
+    second = search.master(objective="iteration_time", extra=extra)
+    keep = second.model.area if first == "area" else second.model.power
+    second.model.lexicographic = pyo.Constraint(expr=keep <= best * (1 + TIE) + 1e-9)
+    if master.time_target_us is not None:
+        second.model.time_target = pyo.Constraint(expr=second.model.T <= master.time_target_us)
     res = search.run(second)
     if res.status != "optimal" or res.visit is None:
         return chosen
@@ -282,7 +254,7 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
     choice = chosen.choice
     design = design_of(p.engine, choice)
     replayed: Replayed = chosen.payload
-    sim = simulate(p, design, order=replayed.priority, policy=replayed.policy, record=True)
+    sim = replayed.sim
     T = sim.period_s
     what = "custom" if custom else master.objective
     notes = []

@@ -39,7 +39,7 @@ class SolverSpec:
     time_limit_s: float = 60.0
     mip_gap: float = 1e-4
     threads: int = 1
-    presolve: bool = True
+    presolve: bool = False
 
 
 @dataclass(frozen=True)

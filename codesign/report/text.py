@@ -23,9 +23,14 @@ def summary(s: Solution, p: Problem, validation=None) -> str:
         area_budget = f" (budget {p.engine.area_budget_mm2:g} mm^2)" if p.engine.area_budget_mm2 is not None else ""
         lines.append(f"                area {s.area_mm2:.4g} mm^2{area_budget}, "
                      f"power {s.power_w:.4g} W{power_budget}")
+    busiest = ""
+    if s.sim is not None:
+        dims = {k: v for k, v in s.sim.utilization.items() if k.startswith("dim")}
+        if dims:
+            name = max(dims, key=dims.get)
+            busiest = f"; busiest dimension {name.split(':', 1)[-1]} {100 * dims[name]:.0f}% of the period"
     lines.append(f"iteration time  {t(s.iteration_time_s)} simulated (compute {t(s.compute_time_s)}, exposed "
-                 f"communication {t(s.exposed_comm_s)}; collectives in flight {t(s.comm_time_s)} in sum, "
-                 f"{s.chunks} chunk(s) each)")
+                 f"communication {t(s.exposed_comm_s)}{busiest}; {s.chunks} chunk(s) per collective)")
 
     def val(x: float | None) -> str:
         if x is None:
@@ -36,7 +41,7 @@ def summary(s: Solution, p: Problem, validation=None) -> str:
     obj, bound = val(s.objective), val(s.objective_bound)
     gap = f"{100 * s.gap:.3f}%" if s.gap is not None else "n/a"
     lines.append(f"solver          {s.status}: minimize {s.objective_kind.replace('_', ' ')}, objective {obj}, "
-                 f"bound {bound}, gap {gap}, {s.solve_time_s:.2f} s (HiGHS)")
+                 f"bound {bound}, gap {gap}, {s.solve_time_s:.2f} s (master MILP on HiGHS + simulator)")
     order = "orders chosen by the search" if s.order_policy == "optimize" else f"{s.order_policy.upper()} order"
     size = (f" of {s.model.variables} variables ({s.model.binaries} binary), {s.model.constraints} constraints"
             if s.model is not None else "")
