@@ -194,7 +194,7 @@ def test_directory_instead_of_file(tmp_path, capsys):
 def test_not_utf8(tmp_path, capsys):
     path = tmp_path / "bin.yaml"
     path.write_bytes(b"name: \xff\xfe\n")
-    expect_error(path, capsys, key=None, phrase="cannot read: 'utf-8' codec can't decode")
+    expect_error(path, capsys, key=None, phrase="cannot read: not UTF-8 text (byte 7)")
 
 
 @pytest.mark.parametrize("text,line,phrase", [
@@ -593,7 +593,8 @@ def test_unknown_solver_profile(tmp_path, doc, capsys):
     doc["solver"] = {"profile": "fastest"}
     path = write(tmp_path, doc)
     expect_error(path, capsys, key="solver.profile",
-                 phrase="no solver profile 'fastest': looked for solvers/fastest.yaml beside the problem",
+                 phrase="unknown profile 'fastest'; expected default, exact, fast or a YAML path (or "
+                 "solvers/fastest.yaml beside the problem",
                  line=line_of(path, "profile: fastest"))
 
 

@@ -14,6 +14,10 @@ from pathlib import Path
 from ..errors import CodesignError
 
 
+CONFINE_HELP = ("refuse any input file (workload.astra, a solver profile path, --solution) outside the problem "
+                "file's folder: for services that run problem files they did not write")
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="codesign", description="Co-design of compute-communication overlap for "
                                  "distributed DL training: ACE sizing and schedules as HiGHS MILPs.")
@@ -30,8 +34,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="model diagnostics: sizes, largest big-M, root LP bound against the final bound")
     s.add_argument("--refine", type=float, default=0.0, metavar="S",
                    help="with order: optimize, seconds spent refining dispatch priorities for the chunk-grain replay")
+    s.add_argument("--confine", action="store_true", help=CONFINE_HELP)
     v = sub.add_parser("validate", help="check a problem file without solving it")
     v.add_argument("problem", help="problem YAML file")
+    v.add_argument("--confine", action="store_true", help=CONFINE_HELP)
     m = sub.add_parser("simulate", help="replay a problem's design in the simulator, or run ASTRA-sim 1.0 inputs")
     m.add_argument("problem", nargs="?", help="problem YAML file (every engine resource fixed, or --solution)")
     m.add_argument("--solution", metavar="FILE", help="solution.json from 'solve --out': its design and order")
@@ -42,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--astra-system", metavar="S", help="ASTRA-sim system text file")
     m.add_argument("--passes", type=int, default=1, metavar="K", help="ASTRA-sim training passes (default 1)")
     m.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    m.add_argument("--confine", action="store_true", help=CONFINE_HELP + "; with --astra-*, the working folder's")
     from .explore import register as register_sweep  # sweep | pareto | shadow
     from .study import register as register_reproduce  # reproduce
     ap.set_defaults(more_handlers={**register_sweep(sub), **register_reproduce(sub)})
@@ -56,7 +63,7 @@ def _solve(args: argparse.Namespace) -> int:
 
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise_usage("--time-limit must be a positive number of seconds")
-    problem = load_problem(args.problem, solver_profile=args.solver)
+    problem = load_problem(args.problem, solver_profile=args.solver, confine=args.confine)
     if args.refine < 0 or not math.isfinite(args.refine):
         raise_usage("--refine must be a non-negative number of seconds")
     sol = solve(problem, time_limit=args.time_limit, diagnose=args.verbose, refine_s=args.refine)
@@ -95,7 +102,7 @@ def _validate(args: argparse.Namespace) -> int:
     from ..problem.load import load_problem
     from ..schedule.iteration import build_iteration
 
-    p = load_problem(args.problem)
+    p = load_problem(args.problem, confine=args.confine)
     it = build_iteration(p.workload, p.schedule.overlap)
     sized = ", ".join(f"{r} ({len(o)} options)" for r, o in p.engine.resources.items()) or "nothing"
     print(f"{args.problem}: valid. {p.workload.name}: {len(p.workload.layers)} layers ({p.workload.parallelism}), "
@@ -120,8 +127,9 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if args.iterations < 4:
         raise_usage("--iterations must be at least 4 (two to settle, two to measure)")
-    problem = load_problem(args.problem)
-    design, order = design_and_order(problem, args.solution)
+    problem = load_problem(args.problem, confine=args.confine)
+    design, order = design_and_order(problem, args.solution,
+                                     confine_to=Path(args.problem).resolve().parent if args.confine else None)
     res = simulate(problem, design, order=order, iterations=args.iterations)
     doc = simulation_doc(problem, design, res)
     if args.out:
@@ -153,7 +161,8 @@ def _simulate_astra(args: argparse.Namespace) -> int:
 
     if args.passes < 1:
         raise_usage("--passes must be at least 1")
-    res = simulate_astra(args.astra_workload, args.astra_network, args.astra_system, passes=args.passes)
+    res = simulate_astra(args.astra_workload, args.astra_network, args.astra_system, passes=args.passes,
+                         confine_to=Path.cwd() if args.confine else None)
     d = res.to_dict()
     if args.json:
         print(json.dumps(d, indent=2))

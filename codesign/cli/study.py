@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 
 Handler = Callable[[argparse.Namespace], int]
 DEFAULT_OUT = "out/ace_study"  # out/ is ignored by git
@@ -47,7 +47,7 @@ def _list(text: str | None, what: str, cast: Callable[[str], Any]) -> tuple | No
     try:
         items = tuple(cast(x.strip()) for x in text.split(",") if x.strip())
     except ValueError:
-        raise SpecError(f"--{what}: expected a comma-separated list, got {text!r}") from None
+        raise SpecError(f"--{what}: expected a comma-separated list, got {shown(text)}") from None
     if not items:
         raise SpecError(f"--{what}: expected at least one value")
     return items

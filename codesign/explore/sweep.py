@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 from ..pipeline.solution import DESIGN_KEYS, Solution
 from ..pipeline.solve import Extra
 from ..problem.load import parse_problem
@@ -138,7 +138,7 @@ def plan(problem: Problem | str | Path | Mapping, params: Mapping[str, Any] | It
     parameter over its values, the others as the file has them). ``solver_profile`` overrides the file's, as
     ``load_problem`` does. Raises SpecError on a wrong path or value."""
     if mode not in MODES:
-        raise SpecError(f"expected a sweep mode among {', '.join(MODES)}, got {mode!r}")
+        raise SpecError(f"expected a sweep mode among {', '.join(MODES)}, got {shown(mode)}")
     doc, file, _ = load_document(problem)
     ps = params_from(params, file=file)
     for p in ps:
@@ -285,16 +285,16 @@ def read_section(section: Any, file: str) -> dict[str, Any]:
         if k not in SECTION_KEYS:
             near = difflib.get_close_matches(str(k), SECTION_KEYS, n=1)
             hint = f"; did you mean {near[0]!r}?" if near else f"; valid keys: {', '.join(SECTION_KEYS)}"
-            raise SpecError(f"unknown key {k!r}{hint}", file=file, path=f"sweep.{k}")
+            raise SpecError(f"unknown key {shown(k)}{hint}", file=file, path=f"sweep.{k}")
     out = dict(section)
     if not isinstance(out.get("params"), dict) or not out["params"]:
         raise SpecError("expected a mapping {key path: values}", file=file, path="sweep.params")
     mode = out.get("mode", "grid")
     if mode not in MODES:
-        raise SpecError(f"expected one of {', '.join(MODES)}, got {mode!r}", file=file, path="sweep.mode")
+        raise SpecError(f"expected one of {', '.join(MODES)}, got {shown(mode)}", file=file, path="sweep.mode")
     w = out.get("workers")
     if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 1):
-        raise SpecError(f"expected a whole number >= 1, got {w!r}", file=file, path="sweep.workers")
+        raise SpecError(f"expected a whole number >= 1, got {shown(w)}", file=file, path="sweep.workers")
     if "out" in out:
         out["out"] = str(Path(file).resolve().parent / str(out["out"]))
     if "time_limit" in out:

@@ -12,12 +12,13 @@ import inspect
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 from ..platform.endpoint import ENGINE_KINDS, NPU, Engine, Option
 from ..platform.topology import ALGORITHMS, KINDS, Dim, Topology
 from ..spec import units as U
 from ..spec.readers import (Ctx, boolean, choice, items, join_path, kind_of, line_of, number, quantity, section,
                             text)
+from ..spec.files import UnreadableFile
 from ..spec.yamlfile import YMap, load_yaml
 from ..workload.astra import astra_to_workload, parse_astra_workload
 from ..workload.gnmt import gnmt
@@ -90,7 +91,7 @@ def _built(ctx: Ctx, m: YMap) -> Workload:
         if k not in params:
             near = difflib.get_close_matches(str(k), params, n=1, cutoff=0.6)
             hint = f"; did you mean {near[0]!r}?" if near else f"; valid: {', '.join(params)}"
-            raise ctx.error(f"workload.args.{k}", f"{name} has no argument {k!r}{hint}", line_of(args, k))
+            raise ctx.error(f"workload.args.{k}", f"{name} has no argument {shown(k)}{hint}", line_of(args, k))
     try:
         return fn(**args)
     except (TypeError, ValueError) as e:
@@ -116,9 +117,12 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
         clock = quantity(ctx, m, "clock", path, U.HERTZ, default=1e9)
         wpath = (ctx.dir / src)
         if not wpath.exists():
-            raise ctx.error("workload.astra", f"workload file {src!r} not found (looked in {ctx.dir})",
+            raise ctx.error("workload.astra", f"workload file {shown(src)} not found (looked in {ctx.dir})",
                             line_of(m, "astra"))
-        aw = parse_astra_workload(wpath)
+        try:
+            aw = parse_astra_workload(wpath, confine_to=ctx.confine_to)
+        except UnreadableFile as e:  # refused or unreadable: the key that named it is the place to fix
+            raise ctx.error("workload.astra", f"{shown(src)}: {e.detail}", line_of(m, "astra")) from None
         return astra_to_workload(aw, cycle_s=1.0 / clock, name=text(ctx, m, "name", path) or wpath.stem)
     if "layers" not in m:
         raise ctx.error(path, "expected either 'astra: <file>' or 'layers: [...]'", getattr(m, "line", None))
@@ -134,7 +138,7 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
         if not name:
             raise ctx.error(join_path(lp, "name"), "expected a non-empty name", getattr(lm, "line", None))
         if name in names:
-            raise ctx.error(join_path(lp, "name"), f"layer name {name!r} is used twice", line_of(lm, "name"))
+            raise ctx.error(join_path(lp, "name"), f"layer name {shown(name)} is used twice", line_of(lm, "name"))
         names.add(name)
         layers.append(Layer(
             name=name,
@@ -217,7 +221,7 @@ def _option_value(ctx: Ctx, resource: str, v: Any, path: str, line: int | None, 
         except U.UnitError as e:
             raise ctx.error(path, str(e), line) from None
         if val <= 0:
-            raise ctx.error(path, f"expected {dim.name} > 0, got {v!r}", line)
+            raise ctx.error(path, f"expected {dim.name} > 0, got {shown(v)}", line)
         if resource == "dma" and val >= n.hbm_bandwidth:
             raise ctx.error(path, f"DMA bandwidth {U.format_quantity(val, U.BYTES_PER_S)} must be below the NPU's "
                             f"HBM bandwidth {U.format_quantity(n.hbm_bandwidth, U.BYTES_PER_S)}", line)
@@ -326,32 +330,66 @@ def solver_settings(ctx: Ctx, s: Any, base: SolverSpec, path: str = "solver", to
         presolve=boolean(ctx, m, "presolve", path, base.presolve))
 
 
-def find_profile(name: str, start: Path) -> Path | None:
-    """``solvers/<name>.yaml`` in the problem's folder or any folder above it, or in the working folder."""
-    if name.endswith((".yaml", ".yml")) and Path(name).exists():
-        return Path(name)
-    for folder in [start, *start.parents, Path.cwd()]:
-        cand = folder / "solvers" / f"{name}.yaml"
-        if cand.exists():
+#: The solver profiles shipped inside the package: copies of the repository's ``solvers/*.yaml`` (their
+#: source of truth; tests/test_install.py checks the copies are identical), so an installed codesign
+#: finds ``default``, ``fast`` and ``exact`` wherever its problem files are.
+SHIPPED_PROFILES = Path(__file__).resolve().parent / "profiles"
+
+
+def shipped_profiles() -> list[str]:
+    return sorted(p.stem for p in SHIPPED_PROFILES.glob("*.yaml"))
+
+
+def find_profile(name: str, start: Path, *, confine: bool = False) -> Path | None:
+    """``solvers/<name>.yaml`` in the problem's folder (``start``) or any folder above it, or in the working
+    folder, else the shipped profile ``name``. With ``confine`` only ``start``'s own solvers/ and the shipped
+    profiles are looked in. A name ending in .yaml or .yml is a path (relative to ``start``), returned as is."""
+    if name.endswith((".yaml", ".yml")):
+        return start / name
+    if not name or "/" in name or "\\" in name or name.startswith("."):
+        return None  # a name, not a path: solvers/<name>.yaml must not climb out of solvers/
+    folders = [start] if confine else [start, *start.parents, Path.cwd()]
+    for cand in [f / "solvers" / f"{name}.yaml" for f in folders] + [SHIPPED_PROFILES / f"{name}.yaml"]:
+        if cand.is_file():
             return cand
     return None
 
 
 def solver(ctx: Ctx, s: Any, override_profile: str | None = None, top: Any = None) -> SolverSpec:
+    """The solver settings: the profile's (``override_profile``, the command line's ``--solver``, else the
+    file's ``solver.profile``), then the file's ``solver`` keys on top. A profile that the command line names
+    and that cannot be had is an error against ``--solver``, not against the problem file."""
     name = override_profile
     if name is None and isinstance(s, dict) and "profile" in s:
         name = s["profile"]
         if not isinstance(name, str):
             raise ctx.error("solver.profile", f"expected a profile name, got {kind_of(name)}", line_of(s, "profile"))
-    base = SolverSpec()
-    if name is not None:
-        prof = find_profile(name, ctx.dir)
-        if prof is None:
-            raise ctx.error("solver.profile", f"no solver profile {name!r}: looked for solvers/{name}.yaml beside "
-                            "the problem, in the folders above it and in the working folder",
-                            line_of(s, "profile") if isinstance(s, dict) else None)
-        pctx = Ctx(str(prof))
-        base = solver_settings(pctx, load_yaml(prof), SolverSpec(profile=name), path="")
+    if name is None:
+        return solver_settings(ctx, s, SolverSpec(), top=top)
+    flag = override_profile is not None
+    names = shipped_profiles()
+    expected = f"expected {', '.join(names)} or a YAML path"
+
+    def refuse(msg: str) -> SpecError:
+        if flag:
+            return SpecError(msg, path="--solver")
+        return ctx.error("solver.profile", msg, line_of(s, "profile") if isinstance(s, dict) else None)
+
+    if flag and name.endswith((".yaml", ".yml")):
+        prof: Path | None = Path(name)  # the command line's path: relative to the working folder
+    else:
+        prof = find_profile(name, ctx.dir, confine=ctx.confine_to is not None and not flag)
+    if prof is None:
+        looked = "" if flag else (f" (or solvers/{shown(name, 30)[1:-1]}.yaml beside the problem" +
+                                  ("" if ctx.confine_to else ", in a folder above it or in the working folder") + ")")
+        raise refuse(f"unknown profile {shown(name)}; {expected}{looked}")
+    # --confine holds the problem file to its folder; the command line's profile and the shipped ones are trusted
+    confine_to = None if flag or prof.parent == SHIPPED_PROFILES else ctx.confine_to
+    try:
+        doc = load_yaml(prof, what="solver profile", confine_to=confine_to)
+    except UnreadableFile as e:
+        raise refuse(f"{shown(name)}: {e.detail}") from None
+    base = solver_settings(Ctx(str(prof)), doc, SolverSpec(profile=name), path="")
     return solver_settings(ctx, s, base, top=top)
 
 
@@ -361,15 +399,18 @@ TOP_KEYS = ("name", "description", "workload", "topology", "npu", "engine", "obj
             "sweep")  # sweep: defaults for 'codesign sweep', read and checked by codesign.cli.explore
 
 
-def load_problem(path: str | Path, *, solver_profile: str | None = None) -> Problem:
-    """Read and validate a problem file. Raises SpecError (file, key path, expectation) on bad input."""
-    return parse_problem(load_yaml(path), path, solver_profile=solver_profile)
+def load_problem(path: str | Path, *, solver_profile: str | None = None, confine: bool = False) -> Problem:
+    """Read and validate a problem file. Raises SpecError (file, key path, expectation) on bad input.
+    ``confine``: refuse any file the problem names outside the problem file's folder (the command line's
+    ``--confine``, for services that run problem files they did not write)."""
+    return parse_problem(load_yaml(path), path, solver_profile=solver_profile, confine=confine)
 
 
-def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = None) -> Problem:
+def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = None,
+                  confine: bool = False) -> Problem:
     """Validate an already-loaded problem document (plain dicts and lists are fine: a sweep edits one).
-    ``path`` names it in messages and anchors its relative paths."""
-    ctx = Ctx(str(path))
+    ``path`` names it in messages and anchors its relative paths; ``confine`` is ``load_problem``'s."""
+    ctx = Ctx(str(path), confine=confine)
     if doc is None:
         raise ctx.error("(top level)", "the file is empty; expected the sections " + ", ".join(TOP_KEYS[2:]))
     m = section(ctx, doc, "", TOP_KEYS, ("workload", "topology", "engine"))

@@ -11,17 +11,19 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 from . import units as U
 from .yamlfile import YList, YMap
 
 
 class Ctx:
-    """The file being read, for error messages, and its folder, for relative paths."""
+    """The file being read, for error messages, and its folder, for relative paths; ``confine_to`` is that
+    folder when the files the problem names must lie inside it (``--confine``), else None."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, *, confine: bool = False) -> None:
         self.file = file
         self.dir = Path(file).resolve().parent
+        self.confine_to: Path | None = self.dir if confine else None
 
     def error(self, path: str, msg: str, line: int | None = None) -> SpecError:
         return SpecError(msg, file=self.file, path=path, line=line)
@@ -49,9 +51,10 @@ def section(ctx: Ctx, obj: Any, path: str, allowed: tuple[str, ...], required: t
                         f"got {kind_of(obj)}", line_of(parent, key))
     for k in obj:
         if k not in allowed:
-            near = difflib.get_close_matches(str(k), allowed, n=1, cutoff=0.6)
+            near = difflib.get_close_matches(str(k)[:100], allowed, n=1, cutoff=0.6)
             hint = f"; did you mean {near[0]!r}?" if near else f"; valid keys: {', '.join(allowed)}"
-            raise ctx.error(join_path(path, str(k)), f"unknown key {k!r}{hint}", line_of(obj, k))
+            name = str(k) if len(str(k)) <= 40 else str(k)[:40] + "..."  # a key path, quoted short
+            raise ctx.error(join_path(path, name), f"unknown key {shown(k)}{hint}", line_of(obj, k))
     for k in required:
         if k not in obj:
             raise ctx.error(join_path(path, k), f"missing required key {k!r}", getattr(obj, "line", None))
@@ -61,7 +64,7 @@ def section(ctx: Ctx, obj: Any, path: str, allowed: tuple[str, ...], required: t
 def kind_of(obj: Any) -> str:
     if obj is None:
         return "nothing (null)"
-    return {dict: "a mapping", YMap: "a mapping", list: "a list", YList: "a list", str: f"the text {obj!r}",
+    return {dict: "a mapping", YMap: "a mapping", list: "a list", YList: "a list", str: f"the text {shown(obj)}",
             bool: f"the boolean {obj}", int: f"the number {obj}", float: f"the number {obj}"}.get(type(obj), type(obj).__name__)
 
 
@@ -78,7 +81,7 @@ def quantity(ctx: Ctx, m: YMap, key: str, path: str, dim: U.Dimension, *, positi
     except U.UnitError as e:
         raise ctx.error(p, str(e), line_of(m, key)) from None
     if positive and (v < 0 or (v == 0 and not allow_zero)):
-        raise ctx.error(p, f"expected {dim.name} {'>= 0' if allow_zero else '> 0'}, got {m[key]!r}", line_of(m, key))
+        raise ctx.error(p, f"expected {dim.name} {'>= 0' if allow_zero else '> 0'}, got {shown(m[key])}", line_of(m, key))
     return v
 
 
@@ -114,7 +117,7 @@ def choice(ctx: Ctx, m: YMap, key: str, path: str, options: tuple[str, ...], def
         return default
     v = m[key]
     if not isinstance(v, str) or v not in options:
-        near = difflib.get_close_matches(str(v), options, n=1, cutoff=0.5)
+        near = difflib.get_close_matches(v[:100], options, n=1, cutoff=0.5) if isinstance(v, str) else []
         hint = f"; did you mean {near[0]!r}?" if near else ""
         raise ctx.error(join_path(path, key), f"expected one of {', '.join(options)}, got {kind_of(v)}{hint}", line_of(m, key))
     return v

@@ -11,6 +11,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from ..errors import shown
+
 
 @dataclass(frozen=True)
 class Dimension:
@@ -69,7 +71,7 @@ def example(dim: Dimension) -> str:
             "FLOP/s": '"120 TFLOP/s"', "mm^2": '"1.5 mm^2"', "W": '"2 W"', "Hz": '"1 GHz"'}[dim.base]
 
 
-def _finite(x: float | int, dim: Dimension, shown: object) -> float:
+def _finite(x: float | int, dim: Dimension, written: object) -> float:
     """``x`` as a float, or UnitError if it is not finite (or too large for a float)."""
     noun = dim.name.split(" ", 1)[1]
     try:
@@ -77,7 +79,8 @@ def _finite(x: float | int, dim: Dimension, shown: object) -> float:
     except OverflowError:
         raise UnitError(f"expected a finite {noun}, got a number too large to represent") from None
     if not math.isfinite(f):
-        raise UnitError(f"expected a finite {noun}, got {shown}")
+        text = str(written) if len(str(written)) <= 60 else str(written)[:60] + "..."
+        raise UnitError(f"expected a finite {noun}, got {text}")
     return f
 
 
@@ -96,7 +99,7 @@ def parse_quantity(value: object, dim: Dimension) -> float:
         raise UnitError(f"expected {dim.name} such as {example(dim)}, got {kind}")
     m = _QUANTITY.match(value)
     if not m:
-        raise UnitError(f"expected {dim.name} such as {example(dim)}, got {value!r}")
+        raise UnitError(f"expected {dim.name} such as {example(dim)}, got {shown(value)}")
     number = float(m.group(1))
     unit = (m.group(2) or "").strip()
     if not unit:
@@ -105,9 +108,9 @@ def parse_quantity(value: object, dim: Dimension) -> float:
         return _finite(number * dim.units[unit], dim, value)
     for other in ALL_DIMENSIONS:
         if other is not dim and unit in other.units:
-            raise UnitError(f"expected {dim.name} such as {example(dim)}, got {value!r}, "
+            raise UnitError(f"expected {dim.name} such as {example(dim)}, got {shown(value)}, "
                             f"which is {other.name} ({other.base})")
-    raise UnitError(f"unknown unit {unit!r} in {value!r}; expected {dim.name} such as {example(dim)}")
+    raise UnitError(f"unknown unit {shown(unit, 20)} in {shown(value)}; expected {dim.name} such as {example(dim)}")
 
 
 def format_quantity(value: float, dim: Dimension) -> str:
