@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import SpecError
+from ..spec.files import output_file, writing
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -137,7 +138,8 @@ def sweep_command(args: argparse.Namespace) -> int:
     if workers is not None and workers < 1:
         raise SpecError("--workers must be at least 1")
     scheduler = args.scheduler or cfg.get("scheduler")
-    out = Path(args.out or cfg.get("out") or f"sweep_{Path(args.problem).stem}.csv")
+    out = output_file(args.out or cfg.get("out") or f"sweep_{Path(args.problem).stem}.csv",
+                      flag="--out" if args.out or not cfg.get("out") else "sweep.out")
     tl = _limit(args.time_limit if args.time_limit is not None else cfg.get("time_limit"))
     pl = plan(args.problem, params, mode=mode, time_limit=tl, solver_profile=args.solver,
               checks=[VALIDATE] if args.validate else [])
@@ -181,6 +183,8 @@ def pareto_command(args: argparse.Namespace) -> int:
     from ..problem.load import load_problem
 
     problem = load_problem(args.problem, solver_profile=args.solver)
+    out = output_file(args.out or f"pareto_{Path(args.problem).stem}.png")
+    csv = output_file(args.csv, flag="--csv") if args.csv else None
     front = pareto_front(problem, args.x, args.y, points=args.points, time_limit=_limit(args.time_limit))
     show = {"iteration_time": ("ms", 1e3), "area": ("mm^2", 1.0), "power": ("W", 1.0)}
     (ux, sx), (uy, sy) = show[front.x], show[front.y]
@@ -193,12 +197,13 @@ def pareto_command(args: argparse.Namespace) -> int:
         a = front.as_posed
         print(f"as posed        {front.x} {metric(a, front.x) * sx:.4g} {ux}, {front.y} {metric(a, front.y) * sy:.4g} {uy}: "
               f"{design_text(a.design)}")
-    out = Path(args.out or f"pareto_{Path(args.problem).stem}.png")
-    front.plot(out)
+    with writing(out):
+        front.plot(out)
     print(f"plot            {out}")
-    if args.csv:
-        front.to_frame().to_csv(args.csv, index=False)
-        print(f"points          {args.csv}")
+    if csv is not None:
+        with writing(csv, "--csv"):
+            front.to_frame().to_csv(csv, index=False)
+        print(f"points          {csv}")
     return 0
 
 

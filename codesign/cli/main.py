@@ -8,10 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
-from ..errors import CodesignError
+from ..errors import CodesignError, SpecError
+from ..spec.files import output_dir, writing
 
 
 CONFINE_HELP = ("refuse any input file (workload.astra, a solver profile path, --solution) outside the problem "
@@ -66,13 +68,15 @@ def _solve(args: argparse.Namespace) -> int:
     problem = load_problem(args.problem, solver_profile=args.solver, confine=args.confine)
     if args.refine < 0 or not math.isfinite(args.refine):
         raise_usage("--refine must be a non-negative number of seconds")
+    out = output_dir(args.out) if args.out else None  # a wrong --out is found now, not after the solve
     sol = solve(problem, time_limit=args.time_limit, diagnose=args.verbose, refine_s=args.refine)
     val = None
     if not args.no_validate:
         from ..pipeline.validation import validate
         val = validate(problem, sol)
-    if args.out:
-        written = write_outputs(sol, problem, Path(args.out), validation=val)
+    if out is not None:
+        with writing(out):
+            written = write_outputs(sol, problem, out, validation=val)
     if args.json:
         doc = sol.to_dict()
         if val is not None:
@@ -94,7 +98,6 @@ def _solve(args: argparse.Namespace) -> int:
 
 
 def raise_usage(msg: str) -> None:
-    from ..errors import SpecError
     raise SpecError(msg)
 
 
@@ -130,13 +133,13 @@ def _simulate(args: argparse.Namespace) -> int:
     problem = load_problem(args.problem, confine=args.confine)
     design, order = design_and_order(problem, args.solution,
                                      confine_to=Path(args.problem).resolve().parent if args.confine else None)
+    out = output_dir(args.out) if args.out else None
     res = simulate(problem, design, order=order, iterations=args.iterations)
     doc = simulation_doc(problem, design, res)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "simulation.json").write_text(json.dumps(doc, indent=2))
-        timeline_png(res, problem, out / "timeline.png")
+    if out is not None:
+        with writing(out):
+            (out / "simulation.json").write_text(json.dumps(doc, indent=2))
+            timeline_png(res, problem, out / "timeline.png")
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
@@ -173,10 +176,26 @@ def _simulate_astra(args: argparse.Namespace) -> int:
     return 0
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush does not fail again on a closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # not a real file (captured output): nothing will be flushed to a pipe
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"solve": _solve, "validate": _validate, "simulate": _simulate, **args.more_handlers}[args.command](args)
+        handler = {"solve": _solve, "validate": _validate, "simulate": _simulate, **args.more_handlers}[args.command]
+        status = handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the try, not in the interpreter's exit
+        return status
+    except BrokenPipeError:
+        # The reader went away (codesign ... | head): stop quietly, as git does, with 128 + SIGPIPE.
+        _quiet_stdout()
+        return 141
     except CodesignError as e:
         print(f"codesign: error: {e}", file=sys.stderr)
         return e.exit_status

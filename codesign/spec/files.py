@@ -12,9 +12,11 @@ resolves outside that folder, symlinks followed. Every refusal is one SpecError 
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
+from typing import Iterator
 
 from ..errors import SpecError
 
@@ -107,3 +109,13 @@ def output_file(path: str | Path, *, flag: str = "--out") -> Path:
     if p.exists() and not os.access(p, os.W_OK):
         raise SpecError(f"{flag} {p}: expected a file to write, but it is not writable")
     return p
+
+
+@contextlib.contextmanager
+def writing(out: str | Path, flag: str = "--out") -> Iterator[None]:
+    """Turn a failure to write results under ``out`` (a full disk, a folder where a file goes) into a user's
+    SpecError naming ``flag`` and the path, not an internal error."""
+    try:
+        yield
+    except OSError as e:
+        raise SpecError(f"{flag} {out}: cannot write {e.filename or 'a result'}: {e.strerror or e}") from None
