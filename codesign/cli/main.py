@@ -102,15 +102,23 @@ def raise_usage(msg: str) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from ..problem.load import load_problem
+    from ..problem.load import parse_problem
     from ..schedule.iteration import build_iteration
+    from ..spec.yamlfile import load_yaml
 
-    p = load_problem(args.problem, confine=args.confine)
+    doc = load_yaml(args.problem)
+    p = parse_problem(doc, args.problem, confine=args.confine)
+    sweep = None
+    if isinstance(doc, dict) and "sweep" in doc:  # checked as 'codesign sweep' checks it, by the same function
+        from .explore import sweep_settings
+        sweep = sweep_settings(args.problem, confine=args.confine)
     it = build_iteration(p.workload, p.schedule.overlap)
     sized = ", ".join(f"{r} ({len(o)} options)" for r, o in p.engine.resources.items()) or "nothing"
+    swept = (f"; sweep of {len(sweep.plan.points)} points ({sweep.mode.replace('_', '-')}) over "
+             f"{', '.join(q.path for q in sweep.plan.params)}" if sweep is not None else "")
     print(f"{args.problem}: valid. {p.workload.name}: {len(p.workload.layers)} layers ({p.workload.parallelism}), "
           f"{len(it.comms)} collectives; network {p.topology.shape} ({p.topology.npus} NPUs); "
-          f"{p.engine.kind} engine sizing {sized}; minimize {p.objective.minimize.replace('_', ' ')}")
+          f"{p.engine.kind} engine sizing {sized}; minimize {p.objective.minimize.replace('_', ' ')}{swept}")
     return 0
 
 
