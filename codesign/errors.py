@@ -73,12 +73,22 @@ class SpecError(CodesignError):
         self.path = path
         self.line = line
         self.detail = message
-        where = []
-        if file:
-            where.append(f"{file}:{line}" if line else file)
-        if path:
-            where.append(path)
-        super().__init__(f"{': '.join(where)}: {message}" if where else message)
+        super().__init__(located(message, file=file, path=path, line=line))
+
+
+def located(message: str, *, file: str | None = None, path: str | None = None, line: int | None = None) -> str:
+    """``file:line: key.path: message``, leaving out what is not known: how errors and warnings name places."""
+    where = []
+    if file:
+        where.append(f"{file}:{line}" if line else file)
+    if path:
+        where.append(path)
+    return f"{': '.join(where)}: {message}" if where else message
+
+
+class InputWarning(UserWarning):
+    """A value that parses but is implausible for its quantity (``codesign.spec.plausible``): most likely a
+    missing or wrong unit. The message names the file, line and key; the command line prints it as one line."""
 
 
 class InfeasibleError(CodesignError):

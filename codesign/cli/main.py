@@ -10,9 +10,11 @@ import json
 import math
 import os
 import sys
+import warnings
 from pathlib import Path
+from typing import Any, Callable
 
-from ..errors import CodesignError, SpecError
+from ..errors import CodesignError, InputWarning, SpecError
 from ..spec.files import output_dir, writing
 
 
@@ -193,8 +195,30 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _input_warnings_as_lines(shown: set[str]) -> Callable[..., None]:
+    """A ``warnings.showwarning`` that prints each InputWarning once, as one stderr line (``--json`` keeps
+    stdout pure JSON), and leaves other warnings to Python's display."""
+    default = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *rest: Any, **kw: Any) -> None:
+        if not issubclass(category, InputWarning):
+            return default(message, category, *rest, **kw)
+        text = str(message)
+        if text not in shown:  # a sweep validates the same key at every point
+            shown.add(text)
+            print(f"codesign: warning: {text}", file=sys.stderr, flush=True)
+    return show
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", InputWarning)
+        warnings.showwarning = _input_warnings_as_lines(set())
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         handler = {"solve": _solve, "validate": _validate, "simulate": _simulate, **args.more_handlers}[args.command]
         status = handler(args)

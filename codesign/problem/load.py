@@ -17,7 +17,7 @@ from ..platform.endpoint import ENGINE_KINDS, NPU, Engine, Option
 from ..platform.topology import ALGORITHMS, KINDS, Dim, Topology
 from ..spec import units as U
 from ..spec.readers import (Ctx, boolean, choice, items, join_path, kind_of, line_of, number, quantity, section,
-                            text)
+                            text, value_with_unit)
 from ..spec.files import UnreadableFile
 from ..spec.yamlfile import YMap, load_yaml
 from ..workload.astra import astra_to_workload, parse_astra_workload
@@ -48,10 +48,9 @@ def _compute(ctx: Ctx, v: Any, path: str, line: int | None) -> Compute:
             return Compute(time_s=quantity(ctx, v, "time", path, U.SECONDS, allow_zero=True))
         return Compute(flops=quantity(ctx, v, "flops", path, U.FLOP, allow_zero=True, default=0.0),
                        hbm_bytes=quantity(ctx, v, "bytes", path, U.BYTES, allow_zero=True, default=0.0))
-    holder = YMap({"time": v})
-    holder.line, holder.key_lines = line or 0, {"time": line or 0}
     try:
-        return Compute(time_s=quantity(ctx, holder, "time", path.rsplit(".", 1)[0], U.SECONDS, allow_zero=True))
+        return Compute(time_s=value_with_unit(ctx, v, U.SECONDS, path, line, path.rsplit(".", 1)[-1],
+                                              allow_zero=True))
     except SpecError as e:
         raise ctx.error(path, e.detail + " (or a mapping with flops and bytes)", line) from None
 
@@ -216,12 +215,7 @@ def npu(ctx: Ctx, n: Any, top: YMap) -> NPU:
 def _option_value(ctx: Ctx, resource: str, v: Any, path: str, line: int | None, n: NPU) -> float:
     key, dim = OPTION_VALUE[resource]
     if dim is not None:
-        try:
-            val = U.parse_quantity(v, dim)
-        except U.UnitError as e:
-            raise ctx.error(path, str(e), line) from None
-        if val <= 0:
-            raise ctx.error(path, f"expected {dim.name} > 0, got {shown(v)}", line)
+        val = value_with_unit(ctx, v, dim, path, line, key)
         if resource == "dma" and val >= n.hbm_bandwidth:
             raise ctx.error(path, f"DMA bandwidth {U.format_quantity(val, U.BYTES_PER_S)} must be below the NPU's "
                             f"HBM bandwidth {U.format_quantity(n.hbm_bandwidth, U.BYTES_PER_S)}", line)
@@ -389,7 +383,9 @@ def solver(ctx: Ctx, s: Any, override_profile: str | None = None, top: Any = Non
         doc = load_yaml(prof, what="solver profile", confine_to=confine_to)
     except UnreadableFile as e:
         raise refuse(f"{shown(name)}: {e.detail}") from None
-    base = solver_settings(Ctx(str(prof)), doc, SolverSpec(profile=name), path="")
+    pctx = Ctx(str(prof))
+    base = solver_settings(pctx, doc, SolverSpec(profile=name), path="")
+    pctx.emit_notes()
     return solver_settings(ctx, s, base, top=top)
 
 
@@ -418,9 +414,11 @@ def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = No
     wl = workload(ctx, m["workload"], len(topo.dims), m)
     n = npu(ctx, m.get("npu"), m)
     eng = engine(ctx, m["engine"], n, m)
-    return Problem(name=text(ctx, m, "name", "") or Path(path).stem, workload=wl, topology=topo, npu=n,
-                   engine=eng, objective=objective(ctx, m.get("objective"), m),
-                   schedule=schedule(ctx, m.get("schedule"), m),
-                   solver=solver(ctx, m.get("solver"), solver_profile, m), description=text(ctx, m, "description", ""),
-                   path=str(path))
+    problem = Problem(name=text(ctx, m, "name", "") or Path(path).stem, workload=wl, topology=topo, npu=n,
+                      engine=eng, objective=objective(ctx, m.get("objective"), m),
+                      schedule=schedule(ctx, m.get("schedule"), m),
+                      solver=solver(ctx, m.get("solver"), solver_profile, m),
+                      description=text(ctx, m, "description", ""), path=str(path))
+    ctx.emit_notes()  # implausible values, now that the file has loaded without error
+    return problem
 

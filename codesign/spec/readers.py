@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import difflib
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError, shown
+from ..errors import InputWarning, SpecError, located, shown
 from . import units as U
+from .plausible import implausible
 from .yamlfile import YList, YMap
 
 
@@ -24,9 +26,21 @@ class Ctx:
         self.file = file
         self.dir = Path(file).resolve().parent
         self.confine_to: Path | None = self.dir if confine else None
+        self.notes: list[str] = []  # warnings held until the file has loaded without error
 
     def error(self, path: str, msg: str, line: int | None = None) -> SpecError:
         return SpecError(msg, file=self.file, path=path, line=line)
+
+    def note(self, path: str, msg: str, line: int | None = None) -> None:
+        """Hold a warning about a value; ``emit_notes`` issues it once the whole file has loaded, so that a
+        file with an error shows that one error line and nothing else."""
+        self.notes.append(located(msg, file=self.file, path=path, line=line))
+
+    def emit_notes(self) -> None:
+        """Issue the held warnings as InputWarning (the command line prints each as one stderr line)."""
+        for text in self.notes:
+            warnings.warn(text, InputWarning, stacklevel=3)
+        self.notes.clear()
 
 
 def line_of(parent: Any, key: Any) -> int | None:
@@ -70,18 +84,29 @@ def kind_of(obj: Any) -> str:
 
 def quantity(ctx: Ctx, m: YMap, key: str, path: str, dim: U.Dimension, *, positive: bool = True,
              allow_zero: bool = False, default: Any = None) -> float:
-    """A value with a unit, checked > 0 (or >= 0 with ``allow_zero``)."""
+    """A value with a unit, checked > 0 (or >= 0 with ``allow_zero``), and noted (``Ctx.note``) if it is
+    implausible for its quantity (``spec.plausible``)."""
     if key not in m:
         if default is None:
             raise ctx.error(join_path(path, key), "missing required key", getattr(m, "line", None))
         return float(default)
-    p = join_path(path, key)
+    return value_with_unit(ctx, m[key], dim, join_path(path, key), line_of(m, key), key, positive=positive,
+                           allow_zero=allow_zero)
+
+
+def value_with_unit(ctx: Ctx, raw: Any, dim: U.Dimension, path: str, line: int | None, key: str, *,
+                    positive: bool = True, allow_zero: bool = False) -> float:
+    """``raw`` parsed in ``dim`` (SI), checked > 0 (>= 0 with ``allow_zero``); a value implausible for the
+    quantity ``key`` gives (``spec.plausible.RANGES``) is noted as a warning naming the likely unit."""
     try:
-        v = U.parse_quantity(m[key], dim)
+        v = U.parse_quantity(raw, dim)
     except U.UnitError as e:
-        raise ctx.error(p, str(e), line_of(m, key)) from None
+        raise ctx.error(path, str(e), line) from None
     if positive and (v < 0 or (v == 0 and not allow_zero)):
-        raise ctx.error(p, f"expected {dim.name} {'>= 0' if allow_zero else '> 0'}, got {shown(m[key])}", line_of(m, key))
+        raise ctx.error(path, f"expected {dim.name} {'>= 0' if allow_zero else '> 0'}, got {shown(raw)}", line)
+    why = implausible(v, dim, key, raw)
+    if why:
+        ctx.note(path, why, line)
     return v
 
 

@@ -120,7 +120,7 @@ def format_quantity(value: float, dim: Dimension) -> str:
             if abs(value) >= f or unit == "ns":
                 return f"{value / f:.4g} {unit}"
     if dim is BYTES:
-        for unit, f in (("GiB", 2.0**30), ("MiB", 2.0**20), ("KiB", 2.0**10)):
+        for unit, f in (("TiB", 2.0**40), ("GiB", 2.0**30), ("MiB", 2.0**20), ("KiB", 2.0**10)):
             if abs(value) >= f:
                 return f"{value / f:.4g} {unit}"
         return f"{value:.0f} B"
