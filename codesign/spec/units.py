@@ -95,7 +95,8 @@ def parse_quantity(value: object, dim: Dimension) -> float:
     if isinstance(value, (int, float)):
         return _finite(value, dim, value)
     if not isinstance(value, str):
-        kind = "list" if isinstance(value, list) else "dict" if isinstance(value, dict) else type(value).__name__
+        kind = ("a list" if isinstance(value, list) else "a mapping" if isinstance(value, dict)
+                else "nothing (null)" if value is None else type(value).__name__)
         raise UnitError(f"expected {dim.name} such as {example(dim)}, got {kind}")
     m = _QUANTITY.match(value)
     if not m:
@@ -131,6 +132,10 @@ def format_quantity(value: float, dim: Dimension) -> str:
         return f"{value:.4g} B/s"
     if dim is FLOP_PER_S:
         for unit, f in (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9)):
+            if abs(value) >= f:
+                return f"{value / f:.4g} {unit}"
+    if dim is HERTZ:
+        for unit, f in (("GHz", 1e9), ("MHz", 1e6), ("kHz", 1e3)):
             if abs(value) >= f:
                 return f"{value / f:.4g} {unit}"
     return f"{value:.4g} {dim.base}"
