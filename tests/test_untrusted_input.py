@@ -241,3 +241,15 @@ def test_every_input_file_goes_through_read_user_file():
         if re.search(r"(?<![\w.])open\(|\.read_text\(|\.read_bytes\(", f.read_text()):
             offenders.append(str(f.relative_to(ROOT)))
     assert offenders == [], offenders
+
+
+def test_json_inputs_nested_too_deep_are_one_line(tmp_path, capsys):
+    """Python's JSON decoder recurses: a 200 KB '[[[...]]]' was a RecursionError (exit 3)."""
+    deep = _write(tmp_path, "deep.json", "[" * 100_000 + "]" * 100_000)
+    data = ROOT / "tests/data/astra"
+    msg = one_error(capsys, ["simulate", "--astra-workload", str(data / "workload/microAllReduce.txt"),
+                             "--astra-network", str(deep), "--astra-system", str(data / "system/sample_torus_sys.txt")])
+    assert msg == f"{deep}: not a network file: JSON nested too deep"
+    p = _write(tmp_path, "p.yaml", problem_text("{name: x, layers: [{name: a, forward: 1 us}]}"))
+    msg = one_error(capsys, ["simulate", str(p), "--solution", str(deep)])
+    assert msg == f"{deep}: not a solution JSON file: JSON nested too deep"

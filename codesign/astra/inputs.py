@@ -9,13 +9,12 @@ analytical front end; anything malformed raises SpecError naming the file, the k
 from __future__ import annotations
 
 import difflib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError, shown
-from ..spec.files import read_user_file
+from ..spec.files import parse_json, read_user_file
 
 TOPOLOGIES = ("Ring", "FullyConnected", "Switch")
 COLLECTIVE_ALGORITHMS = ("ring", "direct", "halvingDoubling", "doubleBinaryTree",
@@ -118,10 +117,7 @@ def load_astra_network(path: str | Path, *, confine_to: Path | None = None) -> A
     refuse a file outside this folder."""
     file = str(path)
     text = _read(path, "network", confine_to)
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise SpecError(f"invalid JSON: {e.msg} (column {e.colno})", file=file, line=e.lineno) from None
+    raw = parse_json(text, file, "network file")
     if not isinstance(raw, dict):
         raise SpecError("expected a JSON object with per-dimension lists", file=file)
     for key in raw:

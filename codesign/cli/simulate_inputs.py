@@ -1,7 +1,6 @@
 """What ``codesign simulate P.yaml`` replays: the problem's fixed design, or a saved solution's design and order."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import SpecError, shown
@@ -9,7 +8,7 @@ from ..pipeline.solution import DESIGN_KEYS
 from ..platform.endpoint import Design, design_of
 from ..problem.model import Problem
 from ..schedule.iteration import Order
-from ..spec.files import read_user_file
+from ..spec.files import parse_json, read_user_file
 
 
 def design_and_order(problem: Problem, solution_path: str | None, *,
@@ -26,10 +25,7 @@ def design_and_order(problem: Problem, solution_path: str | None, *,
         return design_of(eng, {r: 0 for r in eng.resources}), None
     file = str(solution_path)
     text = read_user_file(solution_path, what="solution file", confine_to=confine_to)
-    try:
-        doc = json.loads(text)
-    except ValueError as e:
-        raise SpecError(f"not a solution JSON file: {shown(str(e))[1:-1]}", file=file) from None
+    doc = parse_json(text, file, "solution JSON file")
     if not isinstance(doc, dict) or not isinstance(doc.get("design"), dict):
         raise SpecError("expected the solution.json written by 'codesign solve --out'", file=file, path="design")
     if doc.get("engine") != eng.kind:

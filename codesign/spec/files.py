@@ -13,10 +13,11 @@ resolves outside that folder, symlinks followed. Every refusal is one SpecError 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..errors import SpecError
 
@@ -80,6 +81,19 @@ def read_user_file(path: str | Path, *, what: str, confine_to: Path | None = Non
     except UnicodeDecodeError as e:
         raise UnreadableFile(f"cannot read: not UTF-8 text (byte {e.start + 1}); expected a {what}",
                              file=file) from None
+
+
+def parse_json(text: str, file: str, what: str) -> Any:
+    """``text`` (read by ``read_user_file``) as JSON; SpecError naming the file and line if it is not JSON,
+    or nests too deep for Python's decoder (which recurses), or holds an integer too long to convert."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SpecError(f"not a {what}: invalid JSON: {e.msg} (column {e.colno})", file=file, line=e.lineno) from None
+    except RecursionError:
+        raise SpecError(f"not a {what}: JSON nested too deep", file=file) from None
+    except ValueError as e:  # e.g. an integer of more than 4300 digits
+        raise SpecError(f"not a {what}: {str(e)[:80]}", file=file) from None
 
 
 def output_dir(path: str | Path, *, flag: str = "--out") -> Path:
