@@ -218,7 +218,8 @@ class Tally:
         return sum(self.counts.values())
 
     def table(self) -> str:
-        rows = ["| mutation | runs | valid (exit 0) | rejected (exit 2, one line) | findings |", "|---|---|---|---|---|"]
+        rows = ["| mutation | runs | valid (exit 0) | rejected (exit 2, one line) | findings |",
+                "|---|---|---|---|---|"]
         for kind in KINDS + ("total",):
             c = [self.counts[(k, o)] for k in (KINDS if kind == "total" else (kind,))
                  for o in ("valid", "rejected", "finding")]

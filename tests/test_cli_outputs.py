@@ -58,8 +58,9 @@ def test_simulate_out_that_is_a_file(tmp_path, capsys):
     f.write_text("")
     fixed = tmp_path / "fixed.yaml"
     text = (ROOT / "problems/quickstart.yaml").read_text()
-    for old in ("    - {size: 2 MiB, area: 0.9 mm^2, power: 0.2 W}\n", "    - {rate: 400 GB/s, area: 1.2 mm^2, power: 1.2 W}\n",
-                "    - {bandwidth: 400 GB/s, area: 0.8 mm^2, power: 0.8 W}\n"):
+    for old in ("    - {size: 2 MiB, area: 0.9 mm^2, power: 0.2 W}\n",
+                "    - {rate: 400 GB/s, area: 1.2 mm^2, power: 1.2 W}\n",
+                "    - {bandwidth: 400 GB/s, area: 0.8 mm^2, power: 0.8 W}\n"):  # one option each: a fixed design
         text = text.replace(old, "")
     fixed.write_text(text)
     msg = one_error(capsys, ["simulate", str(fixed), "--out", str(f)])

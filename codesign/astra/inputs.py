@@ -150,7 +150,8 @@ def load_astra_network(path: str | Path, *, confine_to: Path | None = None) -> A
     for i in range(count):
         topo = lists["topologies-per-dim"][i]
         if topo not in TOPOLOGIES:
-            raise SpecError(f"unknown topology {shown(topo, 20)}{_nearest(topo, TOPOLOGIES) if isinstance(topo, str) else ''}; expected "
+            near = _nearest(topo, TOPOLOGIES) if isinstance(topo, str) else ""
+            raise SpecError(f"unknown topology {shown(topo, 20)}{near}; expected "
                             f"one of {', '.join(TOPOLOGIES)}", file=file, path=f"topologies-per-dim[{i}]")
 
         def num(key: str, **kw: Any) -> Any:

@@ -31,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("problem", help="problem YAML file")
     s.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     s.add_argument("--time-limit", type=float, metavar="S", help="solver time limit in seconds")
-    s.add_argument("--solver", metavar="NAME", help="solver profile from solvers/ (default, fast, exact) or a YAML path")
+    s.add_argument("--solver", metavar="NAME",
+                   help="solver profile (default, fast, exact; from solvers/ or shipped) or a YAML path")
     s.add_argument("--out", metavar="DIR", help="write solution.json, schedule.csv, summary.txt and gantt.png here")
     s.add_argument("--no-validate", action="store_true", help="skip the replay of the solution in the simulator")
     s.add_argument("--verbose", action="store_true",

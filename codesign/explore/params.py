@@ -172,7 +172,8 @@ def _range(spec: str, where: str, file: str | None) -> list[Any]:
     b, ub, db = _split_quantity(parts[1], where, file)
     if ub and ua != ub:
         if da is not db:
-            raise SpecError(f"the ends of the range {shown(spec)} are in different dimensions ({shown(ua)}, {shown(ub)})",
+            raise SpecError(f"the ends of the range {shown(spec)} are in different dimensions "
+                            f"({shown(ua)}, {shown(ub)})",
                             file=file, path=where)
         b = b * db.units[ub] / da.units[ua]  # type: ignore[union-attr]
     if log and (a <= 0 or b <= 0):

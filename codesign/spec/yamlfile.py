@@ -86,9 +86,9 @@ class _LineLoader(yaml.SafeLoader):
             self._open.discard(anchor)  # type: ignore[arg-type]
 
     def _measure(self, node: yaml.Node) -> tuple[int, int]:
-        """(nodes, nesting of lists and mappings) that ``node`` expands to. Every node measured is complete and was checked against
-        MAX_DEPTH when composed, so this recursion is at most MAX_DEPTH deep; memoized, it visits each
-        distinct node once however often aliases share it."""
+        """(nodes, nesting of lists and mappings) that ``node`` expands to. Every node measured is complete
+        and was checked against MAX_DEPTH when composed, so this recursion is at most MAX_DEPTH deep;
+        memoized, it visits each distinct node once however often aliases share it."""
         got = self._measured.get(node)
         if got is not None:
             return got
