@@ -741,6 +741,21 @@ def test_workload_builder_bad_argument(tmp_path, doc, capsys):
                  line=line_of(path, "batch_per_np:"))
 
 
+@pytest.mark.parametrize("key,value,phrase", [
+    ("batch_per_npu", float("inf"), "expected a whole number, got the number inf"),
+    ("batch_per_npu", True, "expected a whole number, got the boolean True"),
+    ("batch_per_npu", 0.5, "expected a whole number, got 0.5"),
+    ("batch_per_npu", 10**30, "expected a whole number <= 2.14748e+09"),
+    ("act_bytes", -1.0, "expected a number >= 0, got -1.0"),
+    ("share_embedding", "yes", "expected true or false, got the text 'yes'"),
+], ids=["inf", "bool", "fraction", "huge", "negative", "not-bool"])
+def test_workload_builder_argument_types(tmp_path, doc, capsys, key, value, phrase):
+    """A builder's arguments are checked against its signature: '.inf' or 'true' is not a batch size."""
+    doc["workload"] = {"builder": "gnmt", "args": {key: value}}
+    path = write(tmp_path, doc)
+    expect_error(path, capsys, key=f"workload.args.{key}", phrase=phrase, line=line_of(path, f"{key}:"))
+
+
 def test_workload_builder_with_layers_is_rejected(tmp_path, doc, capsys):
     doc["workload"]["builder"] = "gnmt"
     path = write(tmp_path, doc)

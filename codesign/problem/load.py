@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import typing
 from pathlib import Path
 from typing import Any, Callable
 
@@ -86,15 +87,36 @@ def _built(ctx: Ctx, m: YMap) -> Workload:
         raise ctx.error("workload.args", f"expected a mapping of {name}'s arguments, got {kind_of(args)}",
                         line_of(m, "args"))
     params = [p for p in inspect.signature(fn).parameters]
-    for k in args:
+    hints = typing.get_type_hints(fn)
+    checked: dict[str, Any] = {}
+    for k, v in args.items():
         if k not in params:
-            near = difflib.get_close_matches(str(k), params, n=1, cutoff=0.6)
+            near = difflib.get_close_matches(str(k)[:100], params, n=1, cutoff=0.6)
             hint = f"; did you mean {near[0]!r}?" if near else f"; valid: {', '.join(params)}"
-            raise ctx.error(f"workload.args.{k}", f"{name} has no argument {shown(k)}{hint}", line_of(args, k))
+            raise ctx.error(f"workload.args.{str(k)[:40]}", f"{name} has no argument {shown(k)}{hint}",
+                            line_of(args, k))
+        checked[k] = _builder_arg(ctx, hints.get(k), v, f"workload.args.{k}", line_of(args, k))
     try:
-        return fn(**args)
-    except (TypeError, ValueError) as e:
-        raise ctx.error("workload.args", f"{name}: {e}", line_of(m, "args")) from None
+        return fn(**checked)
+    except (TypeError, ValueError, ArithmeticError) as e:
+        raise ctx.error("workload.args", f"{name}: {shown(str(e), 200)[1:-1]}", line_of(m, "args")) from None
+
+
+def _builder_arg(ctx: Ctx, kind: Any, v: Any, path: str, line: int | None) -> Any:
+    """A builder's argument checked against its annotation, so that 'batch_per_npu: .inf' or 'true' is an
+    error here rather than a workload of infinite or boolean sizes: int, a whole number in [0, 2^31];
+    float, a finite number >= 0; bool; str."""
+    if kind is bool:
+        if not isinstance(v, bool):
+            raise ctx.error(path, f"expected true or false, got {kind_of(v)}", line)
+        return v
+    if kind is int:
+        return int(number(ctx, v, path, line, integer=True, lo=0, hi=2**31))
+    if kind is float:
+        return number(ctx, v, path, line, lo=0)
+    if kind is str and not isinstance(v, str):
+        raise ctx.error(path, f"expected text, got {kind_of(v)}", line)
+    return v
 
 
 def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
