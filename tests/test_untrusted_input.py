@@ -7,6 +7,7 @@ file's folder. Each case is one line on stderr, ``file[:line]: ...``, exit statu
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -253,3 +254,18 @@ def test_json_inputs_nested_too_deep_are_one_line(tmp_path, capsys):
     p = _write(tmp_path, "p.yaml", problem_text("{name: x, layers: [{name: a, forward: 1 us}]}"))
     msg = one_error(capsys, ["simulate", str(p), "--solution", str(deep)])
     assert msg == f"{deep}: not a solution JSON file: JSON nested too deep"
+
+
+@pytest.mark.parametrize("seq", [[[999, 0]], [], [[3, 0], [2, 0], [1, 0]], [[3, 0], [3, 0], [2, 0], [1, 0], [0, 0]],
+                                 [[3, 0.5], [2, 0], [1, 0], [0, 0]], [[3, -1], [2, 0], [1, 0], [0, 0]], "lifo"],
+                         ids=["out-of-range", "empty", "missing", "twice", "fraction", "negative", "text"])
+def test_solution_priorities_that_do_not_fit_the_problem_are_one_line(tmp_path, capsys, seq):
+    """The replay ranks every collective by the saved priorities: one missing was a KeyError (exit 3)."""
+    layer = ("{{name: l{}, forward: 10 us, weight_grad: 10 us, "
+             "weight_grad_comm: {{collective: all_reduce, bytes: 1 MiB}}}}")
+    layers = ", ".join(layer.format(i) for i in range(4))
+    p = _write(tmp_path, "p.yaml", problem_text("{name: x, layers: [" + layers + "]}"))
+    design = {"sram_bytes": 512 * 2**10, "alu_rate_bytes_per_s": 100e9, "dma_bandwidth_bytes_per_s": 100e9}
+    sol = _write(tmp_path, "s.json", json.dumps({"engine": "ace", "design": design, "priority": seq}))
+    msg = one_error(capsys, ["simulate", str(p), "--solution", str(sol)])
+    assert msg.startswith(f"{sol}: priority: expected "), msg

@@ -7,7 +7,7 @@ from ..errors import SpecError, shown
 from ..pipeline.solution import DESIGN_KEYS
 from ..platform.endpoint import Design, design_of
 from ..problem.model import Problem
-from ..schedule.iteration import Order
+from ..schedule.iteration import Order, build_iteration
 from ..spec.files import parse_json, read_user_file
 
 
@@ -46,8 +46,20 @@ def design_and_order(problem: Problem, solution_path: str | None, *,
     seq = doc.get("priority")
     order = None
     if seq is not None:
-        try:
-            order = tuple((int(k), int(off)) for k, off in seq)
-        except (TypeError, ValueError):
-            raise SpecError("expected a list of [collective, offset] pairs", file=file, path="priority") from None
+        order = _order(seq, len(build_iteration(problem.workload, problem.schedule.overlap).comms), file, "priority")
     return design_of(eng, choice), order
+
+
+def _order(seq: object, count: int, file: str, where: str) -> Order:
+    """Saved dispatch priorities: [collective, offset] pairs naming each of the problem's ``count``
+    collectives once (the replay ranks every collective by them), offsets whole numbers >= 0."""
+    pairs = list(seq) if isinstance(seq, list) else None
+    if pairs is None or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, int) and not
+                                                                             isinstance(x, bool) for x in p)
+                                for p in pairs):
+        raise SpecError("expected a list of [collective, offset] pairs of whole numbers", file=file, path=where)
+    ks = sorted(k for k, _ in pairs)
+    if ks != list(range(count)) or any(off < 0 for _, off in pairs):
+        raise SpecError(f"expected each of the problem's {count} collectives (0..{count - 1}) once, with an offset "
+                        f">= 0: is the solution for this problem?", file=file, path=where)
+    return tuple((k, off) for k, off in pairs)
