@@ -194,7 +194,7 @@ def test_directory_instead_of_file(tmp_path, capsys):
 def test_not_utf8(tmp_path, capsys):
     path = tmp_path / "bin.yaml"
     path.write_bytes(b"name: \xff\xfe\n")
-    expect_error(path, capsys, key=None, phrase="cannot read: 'utf-8' codec can't decode")
+    expect_error(path, capsys, key=None, phrase="cannot read: not UTF-8 text (byte 7)")
 
 
 @pytest.mark.parametrize("text,line,phrase", [
@@ -593,7 +593,8 @@ def test_unknown_solver_profile(tmp_path, doc, capsys):
     doc["solver"] = {"profile": "fastest"}
     path = write(tmp_path, doc)
     expect_error(path, capsys, key="solver.profile",
-                 phrase="no solver profile 'fastest': looked for solvers/fastest.yaml beside the problem",
+                 phrase="unknown profile 'fastest'; expected default, exact, fast or a YAML path (or "
+                 "solvers/fastest.yaml beside the problem",
                  line=line_of(path, "profile: fastest"))
 
 
@@ -738,6 +739,21 @@ def test_workload_builder_bad_argument(tmp_path, doc, capsys):
     path = write(tmp_path, doc)
     expect_error(path, capsys, key="workload.args.batch_per_np", phrase="did you mean 'batch_per_npu'?",
                  line=line_of(path, "batch_per_np:"))
+
+
+@pytest.mark.parametrize("key,value,phrase", [
+    ("batch_per_npu", float("inf"), "expected a whole number, got the number inf"),
+    ("batch_per_npu", True, "expected a whole number, got the boolean True"),
+    ("batch_per_npu", 0.5, "expected a whole number, got 0.5"),
+    ("batch_per_npu", 10**30, "expected a whole number <= 2.14748e+09"),
+    ("act_bytes", -1.0, "expected a number >= 0, got -1.0"),
+    ("share_embedding", "yes", "expected true or false, got the text 'yes'"),
+], ids=["inf", "bool", "fraction", "huge", "negative", "not-bool"])
+def test_workload_builder_argument_types(tmp_path, doc, capsys, key, value, phrase):
+    """A builder's arguments are checked against its signature: '.inf' or 'true' is not a batch size."""
+    doc["workload"] = {"builder": "gnmt", "args": {key: value}}
+    path = write(tmp_path, doc)
+    expect_error(path, capsys, key=f"workload.args.{key}", phrase=phrase, line=line_of(path, f"{key}:"))
 
 
 def test_workload_builder_with_layers_is_rejected(tmp_path, doc, capsys):

@@ -210,3 +210,50 @@ def test_package_exports_the_functions_not_the_modules():
     importlib.import_module("codesign.explore.sweep")
     assert callable(first) and first is second is codesign.sweep
     assert callable(codesign.pareto_front) and callable(codesign.shadow_prices)
+
+
+@pytest.mark.parametrize("section,line,phrase", [
+    ("  params:\n    topology.dims[1].bandwidth: [25 GB/s]\n  mode: random\n", 3,
+     "sweep.mode: expected one of grid, one_at_a_time, got 'random'"),
+    ("  params:\n    topology.dims[1].bandwidth: [25 GB/s]\n  workers: 0\n", 3, "sweep.workers: expected a whole"),
+    ("  params:\n    topology.dims[1].bandwidth: [25 GB/s]\n  time_limit: 0 s\n", 3, "sweep.time_limit: expected"),
+    ("  params:\n    topology.dims[1].bandwidth: [25 GB/s]\n  wokers: 2\n", 3, "sweep.wokers: unknown key 'wokers'"),
+    ("  params: {}\n", 1, "sweep.params: expected a mapping {key path: values}"),
+    ("  params:\n    topology.dimz[1].bandwidth: [25 GB/s]\n", None, "topology.dimz[1].bandwidth: no key 'dimz'"),
+    ("  params:\n    topology.dims[1].bandwidth: [25 GB/s, 100 GB]\n", "name: global",
+     "topology.dims[1].bandwidth: expected a bandwidth such as \"25 GB/s\", got '100 GB', which is a size"),
+], ids=["mode", "workers", "time-limit", "unknown-key", "no-params", "path", "value"])
+def test_validate_rejects_the_sweep_sections_that_sweep_rejects(tmp_path, capsys, section, line, phrase):
+    """docs/sweeps.md: 'codesign validate' checks a sweep: section with the function 'codesign sweep' uses.
+    ``line``: the error's line, counted from the 'sweep:' line, or the line holding that text."""
+    from codesign.cli import main
+
+    prob = tmp_path / "p.yaml"
+    base = Path(QUICK).read_text()
+    prob.write_text(base + "sweep:\n" + section)
+    lines = base.splitlines()
+    if isinstance(line, str):
+        line = next(i + 1 for i, ln in enumerate(lines) if line in ln)
+    elif line is not None:
+        line += len(lines) + 1
+    errors = []
+    for argv in (["validate", str(prob)], ["sweep", str(prob), "--out", str(tmp_path / "r.csv")]):
+        assert main(argv) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.splitlines()) == 1, err
+        errors.append(err)
+    assert errors[0] == errors[1]
+    where = f"{prob}:{line}: " if line else f"{prob}: "
+    assert errors[0].startswith(f"codesign: error: {where}{phrase}"), errors[0]
+    assert not (tmp_path / "r.csv").exists()
+
+
+def test_validate_reports_a_good_sweep_section(tmp_path, capsys):
+    from codesign.cli import main
+
+    prob = tmp_path / "p.yaml"
+    prob.write_text(Path(QUICK).read_text() + "sweep:\n  params:\n    engine.area_budget: 1mm^2:4mm^2:4\n"
+                    f"    {BW}: [25 GB/s, 50 GB/s]\n")
+    assert main(["validate", str(prob)]) == 0
+    out, err = capsys.readouterr()
+    assert out.rstrip().endswith(f"; sweep of 8 points (grid) over engine.area_budget, {BW}") and err == ""

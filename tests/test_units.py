@@ -158,7 +158,7 @@ def test_huge_integer_is_a_unit_error():
         parse_quantity(10**400, BYTES)
 
 
-@pytest.mark.parametrize("value,kind", [(None, "NoneType"), ([1], "list"), ({"a": 1}, "dict")])
+@pytest.mark.parametrize("value,kind", [(None, "nothing (null)"), ([1], "a list"), ({"a": 1}, "a mapping")])
 def test_other_types_are_rejected(value, kind):
     with pytest.raises(UnitError) as ei:
         parse_quantity(value, BYTES)
@@ -225,7 +225,8 @@ def test_format_then_parse_round_trips_to_4_digits(dim, x):
     (10, BYTES_PER_S, "10 B/s"), (123456789, BYTES_PER_S, "123.5 MB/s"), (32 * GI, BYTES_PER_S, "34.36 GB/s"),
     (120e12, FLOP_PER_S, "120 TFLOP/s"), (1e15, FLOP_PER_S, "1 PFLOP/s"), (5e9, FLOP_PER_S, "5 GFLOP/s"),
     (5e3, FLOP_PER_S, "5000 FLOP/s"),
-    (1.5, AREA_MM2, "1.5 mm^2"), (2.0, WATTS, "2 W"), (2.5e9, FLOP, "2.5e+09 FLOP"), (1e9, HERTZ, "1e+09 Hz"),
+    (1.5, AREA_MM2, "1.5 mm^2"), (2.0, WATTS, "2 W"), (2.5e9, FLOP, "2.5e+09 FLOP"),
+    (1e9, HERTZ, "1 GHz"), (5e5, HERTZ, "500 kHz"), (10.0, HERTZ, "10 Hz"), (2**41, BYTES, "2 TiB"),
 ])
 def test_format_quantity(value, dim, text):
     assert format_quantity(value, dim) == text

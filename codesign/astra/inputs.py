@@ -9,12 +9,12 @@ analytical front end; anything malformed raises SpecError naming the file, the k
 from __future__ import annotations
 
 import difflib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
+from ..spec.files import parse_json, read_user_file
 
 TOPOLOGIES = ("Ring", "FullyConnected", "Switch")
 COLLECTIVE_ALGORITHMS = ("ring", "direct", "halvingDoubling", "doubleBinaryTree",
@@ -94,13 +94,8 @@ def _nearest(word: str, choices: tuple[str, ...] | list[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _read(path: str | Path, what: str) -> str:
-    try:
-        return Path(path).read_text()
-    except FileNotFoundError:
-        raise SpecError(f"{what} file not found", file=str(path)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"cannot read {what} file: {e}", file=str(path)) from None
+def _read(path: str | Path, what: str, confine_to: Path | None) -> str:
+    return read_user_file(path, what=f"{what} file", confine_to=confine_to)
 
 
 def _number(v: Any, file: str, key: str, *, integer: bool = False, minimum: float = 0.0,
@@ -109,22 +104,20 @@ def _number(v: Any, file: str, key: str, *, integer: bool = False, minimum: floa
     if ok and integer:
         ok = float(v).is_integer()
     if not ok:
-        raise SpecError(f"expected {'a whole number' if integer else 'a number'}, got {v!r}",
+        raise SpecError(f"expected {'a whole number' if integer else 'a number'}, got {shown(v, 20)}",
                         file=file, path=key)
     if v < minimum or (strict and v == minimum):
-        raise SpecError(f"expected a value {'>' if strict else '>='} {minimum:g}, got {v!r}",
+        raise SpecError(f"expected a value {'>' if strict else '>='} {minimum:g}, got {shown(v, 20)}",
                         file=file, path=key)
     return int(v) if integer else float(v)
 
 
-def load_astra_network(path: str | Path) -> AstraNetwork:
-    """Read an ASTRA-sim 1.0 analytical network JSON (``topology-name`` Hierarchical)."""
+def load_astra_network(path: str | Path, *, confine_to: Path | None = None) -> AstraNetwork:
+    """Read an ASTRA-sim 1.0 analytical network JSON (``topology-name`` Hierarchical). ``confine_to``:
+    refuse a file outside this folder."""
     file = str(path)
-    text = _read(path, "network")
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise SpecError(f"invalid JSON: {e.msg} (column {e.colno})", file=file, line=e.lineno) from None
+    text = _read(path, "network", confine_to)
+    raw = parse_json(text, file, "network file")
     if not isinstance(raw, dict):
         raise SpecError("expected a JSON object with per-dimension lists", file=file)
     for key in raw:
@@ -134,7 +127,7 @@ def load_astra_network(path: str | Path) -> AstraNetwork:
     name = raw.get("topology-name", "Hierarchical")
     if name != "Hierarchical":
         raise SpecError(f"only the Hierarchical analytical topology exists in ASTRA-sim 1.0, got "
-                        f"{name!r}", file=file, path="topology-name")
+                        f"{shown(name, 20)}", file=file, path="topology-name")
     count = _number(raw.get("dimensions-count", 1), file, "dimensions-count", integer=True, minimum=1)
     lists: dict[str, list[Any]] = {}
     for key, (required, default) in _NET_LISTS.items():
@@ -146,7 +139,7 @@ def load_astra_network(path: str | Path) -> AstraNetwork:
             continue
         v = raw[key]
         if not isinstance(v, list):
-            raise SpecError(f"expected a list with one value per dimension, got {v!r}",
+            raise SpecError(f"expected a list with one value per dimension, got {shown(v, 20)}",
                             file=file, path=key)
         if len(v) != count:
             told = "" if "dimensions-count" in raw else " (the default when it is absent)"
@@ -157,7 +150,8 @@ def load_astra_network(path: str | Path) -> AstraNetwork:
     for i in range(count):
         topo = lists["topologies-per-dim"][i]
         if topo not in TOPOLOGIES:
-            raise SpecError(f"unknown topology {topo!r}{_nearest(str(topo), TOPOLOGIES)}; expected "
+            near = _nearest(topo, TOPOLOGIES) if isinstance(topo, str) else ""
+            raise SpecError(f"unknown topology {shown(topo, 20)}{near}; expected "
                             f"one of {', '.join(TOPOLOGIES)}", file=file, path=f"topologies-per-dim[{i}]")
 
         def num(key: str, **kw: Any) -> Any:
@@ -191,7 +185,7 @@ def _implementations(value: str, file: str, key: str, line: int) -> tuple[str, .
             if a.startswith(prefix) and a[len(prefix):].isdigit():
                 base = prefix          # a direct window, e.g. direct4
         if base not in COLLECTIVE_ALGORITHMS:
-            raise SpecError(f"unknown collective algorithm {a!r}{_nearest(a, COLLECTIVE_ALGORITHMS)}; "
+            raise SpecError(f"unknown collective algorithm {shown(a, 20)}{_nearest(a, COLLECTIVE_ALGORITHMS)}; "
                             f"expected per-dimension algorithms joined by '_' from "
                             f"{', '.join(COLLECTIVE_ALGORITHMS)}", file=file, path=key, line=line)
     if not algos:
@@ -199,25 +193,26 @@ def _implementations(value: str, file: str, key: str, line: int) -> tuple[str, .
     return algos
 
 
-def load_astra_system(path: str | Path) -> AstraSystem:
-    """Read an ASTRA-sim 1.0 system file: one ``key: value`` per line."""
+def load_astra_system(path: str | Path, *, confine_to: Path | None = None) -> AstraSystem:
+    """Read an ASTRA-sim 1.0 system file: one ``key: value`` per line. ``confine_to``: refuse a file outside
+    this folder."""
     file = str(path)
     values: dict[str, tuple[str, int]] = {}
-    for n, raw_line in enumerate(_read(path, "system").splitlines(), start=1):
+    for n, raw_line in enumerate(_read(path, "system", confine_to).splitlines(), start=1):
         if not raw_line.strip():
             continue
         key, colon, value = raw_line.partition(":")
         key, value = key.strip(), value.strip()
         if not colon:
-            raise SpecError(f"expected 'key: value', got {raw_line.strip()!r}", file=file, line=n)
+            raise SpecError(f"expected 'key: value', got {shown(raw_line.strip(), 20)}", file=file, line=n)
         if key not in _SYS_KEYS:
-            raise SpecError(f"unknown key {key!r}{_nearest(key, _SYS_KEYS)}", file=file, path=key,
+            raise SpecError(f"unknown key {shown(key, 20)}{_nearest(key, _SYS_KEYS)}", file=file, path=key,
                             line=n)
         if key in values:
             raise SpecError(f"key given twice (first on line {values[key][1]})", file=file, path=key,
                             line=n)
         if len(value.split()) != 1:
-            raise SpecError(f"expected one value, got {value!r}", file=file, path=key, line=n)
+            raise SpecError(f"expected one value, got {shown(value, 20)}", file=file, path=key, line=n)
         values[key] = (value, n)
     for key in _SYS_REQUIRED:
         if key not in values:
@@ -230,7 +225,7 @@ def load_astra_system(path: str | Path) -> AstraSystem:
         try:
             x = int(v)
         except ValueError:
-            raise SpecError(f"expected a whole number, got {v!r}", file=file, path=key, line=n) from None
+            raise SpecError(f"expected a whole number, got {shown(v, 20)}", file=file, path=key, line=n) from None
         if x < minimum:
             raise SpecError(f"expected a whole number >= {minimum}, got {x}", file=file, path=key,
                             line=n)
@@ -241,7 +236,7 @@ def load_astra_system(path: str | Path) -> AstraSystem:
             return default
         v, n = values[key]
         if v not in options:
-            raise SpecError(f"expected one of {', '.join(options)}, got {v!r}{_nearest(v, options)}",
+            raise SpecError(f"expected one of {', '.join(options)}, got {shown(v, 20)}{_nearest(v, options)}",
                             file=file, path=key, line=n)
         return v
 

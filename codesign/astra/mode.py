@@ -353,17 +353,18 @@ def _validate(wl: AstraWorkload, system: AstraSystem, sysl: SystemLayer) -> int:
 
 
 def simulate_astra(workload_path: str | Path, network_path: str | Path, system_path: str | Path,
-                   passes: int = 1) -> AstraResult:
+                   passes: int = 1, *, confine_to: Path | None = None) -> AstraResult:
     """Run ASTRA-sim 1.0's analytical simulation of ``passes`` training passes; results in ns.
 
     Raises SpecError for a missing or malformed input file, for inputs ASTRA-sim 1.0 would hang or
-    crash on, and for the features this mode does not implement (named in the message).
+    crash on, and for the features this mode does not implement (named in the message). ``confine_to``
+    refuses input files outside that folder (``codesign.spec.files.read_user_file``).
     """
     if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
         raise SpecError(f"passes must be a whole number >= 1, got {passes!r}")
-    wl = parse_astra_workload(workload_path)
-    net: AstraNetwork = load_astra_network(network_path)
-    system: AstraSystem = load_astra_system(system_path)
+    wl = parse_astra_workload(workload_path, confine_to=confine_to)
+    net: AstraNetwork = load_astra_network(network_path, confine_to=confine_to)
+    system: AstraSystem = load_astra_system(system_path, confine_to=confine_to)
     engine = EventLoop()
     sysl = SystemLayer(engine, net, system)
     last_bottom = _validate(wl, system, sysl)

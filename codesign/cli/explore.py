@@ -12,9 +12,11 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 from ..errors import SpecError
+from ..spec.files import output_file, writing
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -122,25 +124,57 @@ def table(df: Any, pl: Any, limit: int = 200) -> str:
     return "\n".join(lines)
 
 
-def sweep_command(args: argparse.Namespace) -> int:
-    from ..explore.plots import plot_sweep
-    from ..explore.sweep import VALIDATE, load_document, plan, read_section, run_plan
+@dataclass
+class SweepSettings:
+    """A checked sweep: its plan (every point validated), mode, workers, scheduler and results file (not yet
+    created: ``codesign sweep`` checks it with ``output_file``, ``codesign validate`` writes nothing)."""
 
-    _, _, section = load_document(args.problem)
-    cfg = read_section(section, args.problem) if section is not None else {}
-    params: Any = args.param or cfg.get("params")
-    if not params:
-        raise SpecError("no parameters: give --param PATH=VALUES or a 'sweep: {params: ...}' section",
-                        file=args.problem)
-    mode = args.mode or cfg.get("mode", "grid")
-    workers = args.workers if args.workers is not None else cfg.get("workers")
+    plan: Any
+    mode: str
+    workers: int | None
+    scheduler: str | None
+    out: Path
+    out_flag: str
+
+
+def sweep_settings(problem: str, *, params: Sequence[str] = (), mode: str | None = None, workers: int | None = None,
+                   scheduler: str | None = None, out: str | None = None, time_limit: float | None = None,
+                   solver: str | None = None, validate: bool = False, confine: bool = False) -> SweepSettings | None:
+    """The sweep to run: the command line's options over the problem file's ``sweep:`` section (``read_section``),
+    planned, so every parameter path and every point is validated; None if neither names a parameter.
+    ``codesign sweep`` runs what this returns and ``codesign validate`` calls it on the file alone, so the
+    two accept and reject the same ``sweep:`` sections."""
+    from ..explore.sweep import VALIDATE, load_document, plan, read_section
+
+    _, _, section = load_document(problem)
+    cfg = read_section(section, problem) if section is not None else {}
+    chosen: Any = list(params) or cfg.get("params")
+    if not chosen:
+        return None
     if workers is not None and workers < 1:
         raise SpecError("--workers must be at least 1")
-    scheduler = args.scheduler or cfg.get("scheduler")
-    out = Path(args.out or cfg.get("out") or f"sweep_{Path(args.problem).stem}.csv")
-    tl = _limit(args.time_limit if args.time_limit is not None else cfg.get("time_limit"))
-    pl = plan(args.problem, params, mode=mode, time_limit=tl, solver_profile=args.solver,
-              checks=[VALIDATE] if args.validate else [])
+    mode = mode or cfg.get("mode", "grid")
+    tl = _limit(time_limit) if time_limit is not None else cfg.get("time_limit")
+    pl = plan(problem, chosen, mode=mode, time_limit=tl, solver_profile=solver, checks=[VALIDATE] if validate else [],
+              confine=confine)
+    return SweepSettings(pl, mode, workers if workers is not None else cfg.get("workers"),
+                         scheduler or cfg.get("scheduler"),
+                         Path(out or cfg.get("out") or f"sweep_{Path(problem).stem}.csv"),
+                         "--out" if out or not cfg.get("out") else "sweep.out")
+
+
+def sweep_command(args: argparse.Namespace) -> int:
+    from ..explore.plots import plot_sweep
+    from ..explore.sweep import run_plan
+
+    st = sweep_settings(args.problem, params=args.param, mode=args.mode, workers=args.workers,
+                        scheduler=args.scheduler, out=args.out, time_limit=args.time_limit, solver=args.solver,
+                        validate=args.validate)
+    if st is None:
+        raise SpecError("no parameters: give --param PATH=VALUES or a 'sweep: {params: ...}' section",
+                        file=args.problem)
+    pl, mode, workers, scheduler = st.plan, st.mode, st.workers, st.scheduler
+    out = output_file(st.out, flag=st.out_flag)
     executor = scheduler if scheduler else "local"
     if scheduler == "local":
         executor = "dask"
@@ -181,6 +215,8 @@ def pareto_command(args: argparse.Namespace) -> int:
     from ..problem.load import load_problem
 
     problem = load_problem(args.problem, solver_profile=args.solver)
+    out = output_file(args.out or f"pareto_{Path(args.problem).stem}.png")
+    csv = output_file(args.csv, flag="--csv") if args.csv else None
     front = pareto_front(problem, args.x, args.y, points=args.points, time_limit=_limit(args.time_limit))
     show = {"iteration_time": ("ms", 1e3), "area": ("mm^2", 1.0), "power": ("W", 1.0)}
     (ux, sx), (uy, sy) = show[front.x], show[front.y]
@@ -193,12 +229,13 @@ def pareto_command(args: argparse.Namespace) -> int:
         a = front.as_posed
         print(f"as posed        {front.x} {metric(a, front.x) * sx:.4g} {ux}, {front.y} {metric(a, front.y) * sy:.4g} {uy}: "
               f"{design_text(a.design)}")
-    out = Path(args.out or f"pareto_{Path(args.problem).stem}.png")
-    front.plot(out)
+    with writing(out):
+        front.plot(out)
     print(f"plot            {out}")
-    if args.csv:
-        front.to_frame().to_csv(args.csv, index=False)
-        print(f"points          {args.csv}")
+    if csv is not None:
+        with writing(csv, "--csv"):
+            front.to_frame().to_csv(csv, index=False)
+        print(f"points          {csv}")
     return 0
 
 

@@ -8,10 +8,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
+import warnings
 from pathlib import Path
+from typing import Any, Callable
 
-from ..errors import CodesignError
+from ..errors import CodesignError, InputWarning, SpecError
+from ..spec.files import output_dir, writing
+
+
+CONFINE_HELP = ("refuse any input file (workload.astra, a solver profile path, --solution) outside the problem "
+                "file's folder: for services that run problem files they did not write")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,15 +31,18 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("problem", help="problem YAML file")
     s.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     s.add_argument("--time-limit", type=float, metavar="S", help="solver time limit in seconds")
-    s.add_argument("--solver", metavar="NAME", help="solver profile from solvers/ (default, fast, exact) or a YAML path")
+    s.add_argument("--solver", metavar="NAME",
+                   help="solver profile (default, fast, exact; from solvers/ or shipped) or a YAML path")
     s.add_argument("--out", metavar="DIR", help="write solution.json, schedule.csv, summary.txt and gantt.png here")
     s.add_argument("--no-validate", action="store_true", help="skip the replay of the solution in the simulator")
     s.add_argument("--verbose", action="store_true",
                    help="model diagnostics: sizes, largest big-M, root LP bound against the final bound")
     s.add_argument("--refine", type=float, default=0.0, metavar="S",
                    help="with order: optimize, seconds spent refining dispatch priorities for the chunk-grain replay")
+    s.add_argument("--confine", action="store_true", help=CONFINE_HELP)
     v = sub.add_parser("validate", help="check a problem file without solving it")
     v.add_argument("problem", help="problem YAML file")
+    v.add_argument("--confine", action="store_true", help=CONFINE_HELP)
     m = sub.add_parser("simulate", help="replay a problem's design in the simulator, or run ASTRA-sim 1.0 inputs")
     m.add_argument("problem", nargs="?", help="problem YAML file (every engine resource fixed, or --solution)")
     m.add_argument("--solution", metavar="FILE", help="solution.json from 'solve --out': its design and order")
@@ -42,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--astra-system", metavar="S", help="ASTRA-sim system text file")
     m.add_argument("--passes", type=int, default=1, metavar="K", help="ASTRA-sim training passes (default 1)")
     m.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    m.add_argument("--confine", action="store_true", help=CONFINE_HELP + "; with --astra-*, the working folder's")
     from .explore import register as register_sweep  # sweep | pareto | shadow
     from .study import register as register_reproduce  # reproduce
     ap.set_defaults(more_handlers={**register_sweep(sub), **register_reproduce(sub)})
@@ -56,16 +68,18 @@ def _solve(args: argparse.Namespace) -> int:
 
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise_usage("--time-limit must be a positive number of seconds")
-    problem = load_problem(args.problem, solver_profile=args.solver)
+    problem = load_problem(args.problem, solver_profile=args.solver, confine=args.confine)
     if args.refine < 0 or not math.isfinite(args.refine):
         raise_usage("--refine must be a non-negative number of seconds")
+    out = output_dir(args.out) if args.out else None  # a wrong --out is found now, not after the solve
     sol = solve(problem, time_limit=args.time_limit, diagnose=args.verbose, refine_s=args.refine)
     val = None
     if not args.no_validate:
         from ..pipeline.validation import validate
         val = validate(problem, sol)
-    if args.out:
-        written = write_outputs(sol, problem, Path(args.out), validation=val)
+    if out is not None:
+        with writing(out):
+            written = write_outputs(sol, problem, out, validation=val)
     if args.json:
         doc = sol.to_dict()
         if val is not None:
@@ -87,20 +101,27 @@ def _solve(args: argparse.Namespace) -> int:
 
 
 def raise_usage(msg: str) -> None:
-    from ..errors import SpecError
     raise SpecError(msg)
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from ..problem.load import load_problem
+    from ..problem.load import parse_problem
     from ..schedule.iteration import build_iteration
+    from ..spec.yamlfile import load_yaml
 
-    p = load_problem(args.problem)
+    doc = load_yaml(args.problem)
+    p = parse_problem(doc, args.problem, confine=args.confine)
+    sweep = None
+    if isinstance(doc, dict) and "sweep" in doc:  # checked as 'codesign sweep' checks it, by the same function
+        from .explore import sweep_settings
+        sweep = sweep_settings(args.problem, confine=args.confine)
     it = build_iteration(p.workload, p.schedule.overlap)
     sized = ", ".join(f"{r} ({len(o)} options)" for r, o in p.engine.resources.items()) or "nothing"
+    swept = (f"; sweep of {len(sweep.plan.points)} points ({sweep.mode.replace('_', '-')}) over "
+             f"{', '.join(q.path for q in sweep.plan.params)}" if sweep is not None else "")
     print(f"{args.problem}: valid. {p.workload.name}: {len(p.workload.layers)} layers ({p.workload.parallelism}), "
           f"{len(it.comms)} collectives; network {p.topology.shape} ({p.topology.npus} NPUs); "
-          f"{p.engine.kind} engine sizing {sized}; minimize {p.objective.minimize.replace('_', ' ')}")
+          f"{p.engine.kind} engine sizing {sized}; minimize {p.objective.minimize.replace('_', ' ')}{swept}")
     return 0
 
 
@@ -120,15 +141,16 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if args.iterations < 4:
         raise_usage("--iterations must be at least 4 (two to settle, two to measure)")
-    problem = load_problem(args.problem)
-    design, order = design_and_order(problem, args.solution)
+    problem = load_problem(args.problem, confine=args.confine)
+    design, order = design_and_order(problem, args.solution,
+                                     confine_to=Path(args.problem).resolve().parent if args.confine else None)
+    out = output_dir(args.out) if args.out else None
     res = simulate(problem, design, order=order, iterations=args.iterations)
     doc = simulation_doc(problem, design, res)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "simulation.json").write_text(json.dumps(doc, indent=2))
-        timeline_png(res, problem, out / "timeline.png")
+    if out is not None:
+        with writing(out):
+            (out / "simulation.json").write_text(json.dumps(doc, indent=2))
+            timeline_png(res, problem, out / "timeline.png")
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
@@ -153,7 +175,8 @@ def _simulate_astra(args: argparse.Namespace) -> int:
 
     if args.passes < 1:
         raise_usage("--passes must be at least 1")
-    res = simulate_astra(args.astra_workload, args.astra_network, args.astra_system, passes=args.passes)
+    res = simulate_astra(args.astra_workload, args.astra_network, args.astra_system, passes=args.passes,
+                         confine_to=Path.cwd() if args.confine else None)
     d = res.to_dict()
     if args.json:
         print(json.dumps(d, indent=2))
@@ -164,10 +187,48 @@ def _simulate_astra(args: argparse.Namespace) -> int:
     return 0
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush does not fail again on a closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # not a real file (captured output): nothing will be flushed to a pipe
+        pass
+
+
+def _input_warnings_as_lines(shown: set[str]) -> Callable[..., None]:
+    """A ``warnings.showwarning`` that prints each InputWarning once, as one stderr line (``--json`` keeps
+    stdout pure JSON), and leaves other warnings to Python's display."""
+    default = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *rest: Any, **kw: Any) -> None:
+        if not issubclass(category, InputWarning):
+            return default(message, category, *rest, **kw)
+        text = str(message)
+        if text not in shown:  # a sweep validates the same key at every point
+            shown.add(text)
+            print(f"codesign: warning: {text}", file=sys.stderr, flush=True)
+    return show
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", InputWarning)
+        warnings.showwarning = _input_warnings_as_lines(set())
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
-        return {"solve": _solve, "validate": _validate, "simulate": _simulate, **args.more_handlers}[args.command](args)
+        handler = {"solve": _solve, "validate": _validate, "simulate": _simulate, **args.more_handlers}[args.command]
+        status = handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the try, not in the interpreter's exit
+        return status
+    except BrokenPipeError:
+        # The reader went away (codesign ... | head): stop quietly, as git does, with 128 + SIGPIPE.
+        _quiet_stdout()
+        return 141
     except CodesignError as e:
         print(f"codesign: error: {e}", file=sys.stderr)
         return e.exit_status

@@ -1,18 +1,20 @@
 """What ``codesign simulate P.yaml`` replays: the problem's fixed design, or a saved solution's design and order."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 from ..pipeline.solution import DESIGN_KEYS
 from ..platform.endpoint import Design, design_of
 from ..problem.model import Problem
-from ..schedule.iteration import Order
+from ..schedule.iteration import Order, build_iteration
+from ..spec.files import parse_json, read_user_file
 
 
-def design_and_order(problem: Problem, solution_path: str | None) -> tuple[Design, Order | None]:
-    """The design to replay and its dispatch priorities (None: the problem's policy)."""
+def design_and_order(problem: Problem, solution_path: str | None, *,
+                     confine_to: Path | None = None) -> tuple[Design, Order | None]:
+    """The design to replay and its dispatch priorities (None: the problem's policy). ``confine_to``: refuse
+    a solution file outside this folder (``read_user_file``)."""
     eng = problem.engine
     if solution_path is None:
         open_ = [r for r, opts in eng.resources.items() if len(opts) > 1]
@@ -22,16 +24,12 @@ def design_and_order(problem: Problem, solution_path: str | None) -> tuple[Desig
                             file=problem.path, path=f"engine.{open_[0]}")
         return design_of(eng, {r: 0 for r in eng.resources}), None
     file = str(solution_path)
-    try:
-        doc = json.loads(Path(solution_path).read_text())
-    except FileNotFoundError:
-        raise SpecError("solution file not found", file=file) from None
-    except (OSError, ValueError) as e:
-        raise SpecError(f"not a solution JSON file: {e}", file=file) from None
+    text = read_user_file(solution_path, what="solution file", confine_to=confine_to)
+    doc = parse_json(text, file, "solution JSON file")
     if not isinstance(doc, dict) or not isinstance(doc.get("design"), dict):
         raise SpecError("expected the solution.json written by 'codesign solve --out'", file=file, path="design")
     if doc.get("engine") != eng.kind:
-        raise SpecError(f"the solution is for a {doc.get('engine')!r} engine but the problem has {eng.kind!r}",
+        raise SpecError(f"the solution is for a {shown(doc.get('engine'))} engine but the problem has {eng.kind!r}",
                         file=file, path="engine")
     choice = {}
     for r, opts in eng.resources.items():
@@ -39,15 +37,29 @@ def design_and_order(problem: Problem, solution_path: str | None) -> tuple[Desig
         if key not in doc["design"]:
             raise SpecError(f"missing the value of {r}", file=file, path=f"design.{key}")
         v = doc["design"][key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise SpecError(f"expected a number, got {shown(v)}", file=file, path=f"design.{key}")
         match = [i for i, o in enumerate(opts) if abs(o.value - v) <= 1e-9 * max(abs(v), 1.0)]
         if not match:
-            raise SpecError(f"{v!r} is not one of the problem's options for {r}", file=file, path=f"design.{key}")
+            raise SpecError(f"{shown(v)} is not one of the problem's options for {r}", file=file, path=f"design.{key}")
         choice[r] = match[0]
     seq = doc.get("priority")
     order = None
     if seq is not None:
-        try:
-            order = tuple((int(k), int(off)) for k, off in seq)
-        except (TypeError, ValueError):
-            raise SpecError("expected a list of [collective, offset] pairs", file=file, path="priority") from None
+        order = _order(seq, len(build_iteration(problem.workload, problem.schedule.overlap).comms), file, "priority")
     return design_of(eng, choice), order
+
+
+def _order(seq: object, count: int, file: str, where: str) -> Order:
+    """Saved dispatch priorities: [collective, offset] pairs naming each of the problem's ``count``
+    collectives once (the replay ranks every collective by them), offsets whole numbers >= 0."""
+    pairs = list(seq) if isinstance(seq, list) else None
+    if pairs is None or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, int) and not
+                                                                             isinstance(x, bool) for x in p)
+                                for p in pairs):
+        raise SpecError("expected a list of [collective, offset] pairs of whole numbers", file=file, path=where)
+    ks = sorted(k for k, _ in pairs)
+    if ks != list(range(count)) or any(off < 0 for _, off in pairs):
+        raise SpecError(f"expected each of the problem's {count} collectives (0..{count - 1}) once, with an offset "
+                        f">= 0: is the solution for this problem?", file=file, path=where)
+    return tuple((k, off) for k, off in pairs)

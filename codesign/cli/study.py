@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
+from ..spec.files import output_dir, writing
 
 Handler = Callable[[argparse.Namespace], int]
 DEFAULT_OUT = "out/ace_study"  # out/ is ignored by git
@@ -47,7 +48,7 @@ def _list(text: str | None, what: str, cast: Callable[[str], Any]) -> tuple | No
     try:
         items = tuple(cast(x.strip()) for x in text.split(",") if x.strip())
     except ValueError:
-        raise SpecError(f"--{what}: expected a comma-separated list, got {text!r}") from None
+        raise SpecError(f"--{what}: expected a comma-separated list, got {shown(text)}") from None
     if not items:
         raise SpecError(f"--{what}: expected at least one value")
     return items
@@ -72,13 +73,14 @@ def reproduce_command(args: argparse.Namespace) -> int:
         err = f" FAILED: {row['error']}" if row.get("error") else ""
         print(f"[{done}/{total}] {what}{err}", file=sys.stderr)
 
+    out = output_dir(args.out)  # a wrong --out is found now, not after the study
     study = run_study(workloads=workloads, sizes=sizes, latency=not args.no_latency, hbm=not args.no_hbm,
                       workers=args.workers, problems_dir=args.problems, time_limit=args.time_limit, progress=progress)
-    out = Path(args.out)
-    written = write_files(out, study.summary, study.cases, study.hbm)
-    if not args.no_plots:
-        from ..study.plots import write_plots
-        written += write_plots(out, study.summary, study.cases, study.hbm)
+    with writing(out):
+        written = write_files(out, study.summary, study.cases, study.hbm)
+        if not args.no_plots:
+            from ..study.plots import write_plots
+            written += write_plots(out, study.summary, study.cases, study.hbm)
     if args.json:
         print(json.dumps(json_document(study.summary, study.cases), indent=1))
     else:

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 from ..spec import units as U
 
 Token = str | int
@@ -42,7 +42,7 @@ class Param:
 def parse_path(text: str, *, file: str | None = None) -> tuple[Token, ...]:
     """``topology.dims[1].bandwidth`` -> ("topology", "dims", 1, "bandwidth"); SpecError if malformed."""
     if not isinstance(text, str) or not text.strip():
-        raise SpecError(f"expected a key path such as 'topology.dims[1].bandwidth', got {text!r}", file=file)
+        raise SpecError(f"expected a key path such as 'topology.dims[1].bandwidth', got {shown(text)}", file=file)
     s, i, out = text.strip(), 0, []
     while i < len(s):
         if s[i] == "[":
@@ -62,7 +62,7 @@ def parse_path(text: str, *, file: str | None = None) -> tuple[Token, ...]:
             out.append(m.group())
             i = m.end()
         if i < len(s) and s[i] not in ".[":
-            raise SpecError(f"unexpected {s[i]!r} at character {i + 1} of the key path", file=file, path=text)
+            raise SpecError(f"unexpected {shown(s[i])} at character {i + 1} of the key path", file=file, path=text)
     if not isinstance(out[0], str):
         raise SpecError("a key path starts with a section name such as 'topology'", file=file, path=text)
     return tuple(out)
@@ -89,17 +89,17 @@ def check_path(doc: Any, tokens: Sequence[Token], *, file: str | None = None) ->
             node = node[t]
             continue
         if isinstance(node, list):
-            raise SpecError(f"{here} is a list, so it has no key {t!r}; give an index, e.g. {here}[0].{t}",
+            raise SpecError(f"{here} is a list, so it has no key {shown(t)}; give an index, e.g. {here}[0].{t}",
                             file=file, path=path_text(tokens))
         if not isinstance(node, dict):
-            raise SpecError(f"{here} is a value, not a mapping, so it has no key {t!r}", file=file,
+            raise SpecError(f"{here} is a value, not a mapping, so it has no key {shown(t)}", file=file,
                             path=path_text(tokens))
         if t not in node:
             if last:
                 return
             near = difflib.get_close_matches(t, [str(k) for k in node], n=1, cutoff=0.6)
             hint = f"; did you mean {near[0]!r}?" if near else f"; keys there: {', '.join(map(str, node))}"
-            raise SpecError(f"no key {t!r} under {here}{hint}", file=file, path=path_text(tokens))
+            raise SpecError(f"no key {shown(t)} under {here}{hint}", file=file, path=path_text(tokens))
         node = node[t]
 
 
@@ -142,14 +142,14 @@ def _split_quantity(text: str, where: str, file: str | None) -> tuple[float, str
     """"25GB/s" -> (25.0, "GB/s", BYTES_PER_S); a bare number has unit "" and no dimension."""
     m = _NUMBER_UNIT.match(text)
     if not m:
-        raise SpecError(f"expected a number with an optional unit (e.g. '25 GB/s'), got {text!r}", file=file,
+        raise SpecError(f"expected a number with an optional unit (e.g. '25 GB/s'), got {shown(text)}", file=file,
                         path=where)
     unit = (m.group(2) or "").strip()
     if not unit:
         return float(m.group(1)), "", None
     dim = _unit_dimension(unit)
     if dim is None:
-        raise SpecError(f"unknown unit {unit!r} in {text!r}", file=file, path=where)
+        raise SpecError(f"unknown unit {shown(unit)} in {shown(text)}", file=file, path=where)
     return float(m.group(1)), unit, dim
 
 
@@ -160,23 +160,24 @@ def _range(spec: str, where: str, file: str | None) -> list[Any]:
     if log:
         parts = parts[1:]
     if len(parts) != 3:
-        raise SpecError(f"expected a range 'a:b:n' or 'log:a:b:n', got {spec!r}", file=file, path=where)
+        raise SpecError(f"expected a range 'a:b:n' or 'log:a:b:n', got {shown(spec)}", file=file, path=where)
     try:
         n = int(parts[2])
     except ValueError:
         n = 0
     if n < 1 or str(n) != parts[2]:
-        raise SpecError(f"the last part of the range {spec!r} is the number of values, a whole number >= 1",
+        raise SpecError(f"the last part of the range {shown(spec)} is the number of values, a whole number >= 1",
                         file=file, path=where)
     a, ua, da = _split_quantity(parts[0], where, file)
     b, ub, db = _split_quantity(parts[1], where, file)
     if ub and ua != ub:
         if da is not db:
-            raise SpecError(f"the ends of the range {spec!r} are in different dimensions ({ua!r}, {ub!r})",
+            raise SpecError(f"the ends of the range {shown(spec)} are in different dimensions "
+                            f"({shown(ua)}, {shown(ub)})",
                             file=file, path=where)
         b = b * db.units[ub] / da.units[ua]  # type: ignore[union-attr]
     if log and (a <= 0 or b <= 0):
-        raise SpecError(f"a log range needs positive ends, got {spec!r}", file=file, path=where)
+        raise SpecError(f"a log range needs positive ends, got {shown(spec)}", file=file, path=where)
     if n == 1:
         xs = [a]
     elif log:
@@ -200,11 +201,11 @@ def parse_values(spec: Any, *, where: str = "", file: str | None = None) -> tupl
         else:
             vals = [v.strip() for v in s.split(",")]
             if any(v == "" for v in vals):
-                raise SpecError(f"empty value in the list {spec!r}", file=file, path=where)
+                raise SpecError(f"empty value in the list {shown(spec)}", file=file, path=where)
     elif isinstance(spec, (int, float)) and not isinstance(spec, bool):
         vals = [spec]
     else:
-        raise SpecError(f"expected values such as '25GB/s,50GB/s', '1mm^2:8mm^2:8' or a list, got {spec!r}",
+        raise SpecError(f"expected values such as '25GB/s,50GB/s', '1mm^2:8mm^2:8' or a list, got {shown(spec)}",
                         file=file, path=where)
     if not vals:
         raise SpecError("expected at least one value", file=file, path=where)
@@ -214,7 +215,7 @@ def parse_values(spec: Any, *, where: str = "", file: str | None = None) -> tupl
 def parse_param(text: str, *, file: str | None = None) -> Param:
     """``PATH=VALUES`` as the command line writes it."""
     if "=" not in text:
-        raise SpecError(f"expected PATH=VALUES (e.g. topology.dims[1].bandwidth=25GB/s,50GB/s), got {text!r}",
+        raise SpecError(f"expected PATH=VALUES (e.g. topology.dims[1].bandwidth=25GB/s,50GB/s), got {shown(text)}",
                         file=file)
     path, spec = text.split("=", 1)
     return make_param(path.strip(), spec, file=file)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 from ..pipeline.solution import DESIGN_KEYS, Solution
 from ..pipeline.solve import Extra
 from ..problem.load import parse_problem
@@ -133,17 +133,17 @@ def load_document(problem: Problem | str | Path | Mapping) -> tuple[Any, str, di
 
 def plan(problem: Problem | str | Path | Mapping, params: Mapping[str, Any] | Iterable[str | Param], *,
          mode: str = "grid", time_limit: float | None = None, extra: Extra | None = None,
-         checks: Sequence[Check] = (), solver_profile: str | None = None) -> Plan:
+         checks: Sequence[Check] = (), solver_profile: str | None = None, confine: bool = False) -> Plan:
     """Every point's validated problem. ``mode``: ``grid`` (every combination) or ``one_at_a_time`` (each
-    parameter over its values, the others as the file has them). ``solver_profile`` overrides the file's, as
-    ``load_problem`` does. Raises SpecError on a wrong path or value."""
+    parameter over its values, the others as the file has them). ``solver_profile`` (overriding the file's) and
+    ``confine`` are ``load_problem``'s. Raises SpecError on a wrong path or value."""
     if mode not in MODES:
-        raise SpecError(f"expected a sweep mode among {', '.join(MODES)}, got {mode!r}")
+        raise SpecError(f"expected a sweep mode among {', '.join(MODES)}, got {shown(mode)}")
     doc, file, _ = load_document(problem)
     ps = params_from(params, file=file)
     for p in ps:
         check_path(doc, p.tokens, file=file)
-    base = parse_problem(doc, file, solver_profile=solver_profile)
+    base = parse_problem(doc, file, solver_profile=solver_profile, confine=confine)
     keep_solver = None
     if isinstance(problem, Problem):
         if dataclasses.replace(base, solver=problem.solver) != problem:
@@ -160,7 +160,7 @@ def plan(problem: Problem | str | Path | Mapping, params: Mapping[str, Any] | It
     for i, (values, varied) in enumerate(combos):
         point_doc = apply(doc, {tokens[k]: v for k, v in values.items()})
         try:
-            prob = parse_problem(point_doc, file, solver_profile=solver_profile)
+            prob = parse_problem(point_doc, file, solver_profile=solver_profile, confine=confine)
         except SpecError as e:
             what = ", ".join(f"{k}={v}" for k, v in values.items())
             raise SpecError(f"{e.detail} (at sweep point {what})", file=e.file, path=e.path, line=e.line) from None
@@ -276,33 +276,47 @@ SECTION_KEYS = ("params", "mode", "workers", "scheduler", "out", "time_limit")
 
 def read_section(section: Any, file: str) -> dict[str, Any]:
     """Validate a problem file's ``sweep:`` section: {params: {path: values}, mode, workers, scheduler, out,
-    time_limit}; returns it as a dict (paths of ``out`` relative to the problem file)."""
+    time_limit}; returns it as a dict (paths of ``out`` relative to the problem file). Errors name the line
+    when the section was read from YAML."""
     import difflib
+
+    from ..spec.readers import line_of
+
+    def error(key: str | None, msg: str) -> SpecError:
+        return SpecError(msg, file=file, path=f"sweep.{key}" if key else "sweep",
+                         line=line_of(section, key) if key else getattr(section, "line", None))
 
     if not isinstance(section, dict):
         raise SpecError("expected a mapping with keys " + ", ".join(SECTION_KEYS), file=file, path="sweep")
     for k in section:
         if k not in SECTION_KEYS:
-            near = difflib.get_close_matches(str(k), SECTION_KEYS, n=1)
+            near = difflib.get_close_matches(str(k)[:100], SECTION_KEYS, n=1)
             hint = f"; did you mean {near[0]!r}?" if near else f"; valid keys: {', '.join(SECTION_KEYS)}"
-            raise SpecError(f"unknown key {k!r}{hint}", file=file, path=f"sweep.{k}")
+            raise SpecError(f"unknown key {shown(k)}{hint}", file=file, path=f"sweep.{str(k)[:40]}",
+                            line=line_of(section, k))
     out = dict(section)
     if not isinstance(out.get("params"), dict) or not out["params"]:
-        raise SpecError("expected a mapping {key path: values}", file=file, path="sweep.params")
+        raise error("params", "expected a mapping {key path: values}")
     mode = out.get("mode", "grid")
-    if mode not in MODES:
-        raise SpecError(f"expected one of {', '.join(MODES)}, got {mode!r}", file=file, path="sweep.mode")
+    if not isinstance(mode, str) or mode not in MODES:
+        raise error("mode", f"expected one of {', '.join(MODES)}, got {shown(mode)}")
     w = out.get("workers")
     if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 1):
-        raise SpecError(f"expected a whole number >= 1, got {w!r}", file=file, path="sweep.workers")
+        raise error("workers", f"expected a whole number >= 1, got {shown(w)}")
+    for k in ("scheduler", "out"):
+        if k in out and not (isinstance(out[k], str) and out[k].strip()):
+            raise error(k, f"expected {'local or tcp://host:port' if k == 'scheduler' else 'a file name'}, got "
+                        f"{shown(out[k])}")
     if "out" in out:
-        out["out"] = str(Path(file).resolve().parent / str(out["out"]))
+        out["out"] = str(Path(file).resolve().parent / out["out"])
     if "time_limit" in out:
         from ..spec.units import SECONDS, UnitError, parse_quantity
         try:
             out["time_limit"] = parse_quantity(out["time_limit"], SECONDS)
         except UnitError as e:
-            raise SpecError(str(e), file=file, path="sweep.time_limit") from None
+            raise error("time_limit", str(e)) from None
+        if not out["time_limit"] > 0:
+            raise error("time_limit", f"expected a time > 0, got {shown(section['time_limit'])}")
     return out
 
 

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import typing
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 from ..platform.endpoint import ENGINE_KINDS, NPU, Engine, Option
 from ..platform.topology import ALGORITHMS, KINDS, Dim, Topology
 from ..spec import units as U
 from ..spec.readers import (Ctx, boolean, choice, items, join_path, kind_of, line_of, number, quantity, section,
-                            text)
+                            text, value_with_unit)
+from ..spec.files import UnreadableFile
 from ..spec.yamlfile import YMap, load_yaml
 from ..workload.astra import astra_to_workload, parse_astra_workload
 from ..workload.gnmt import gnmt
@@ -47,10 +49,9 @@ def _compute(ctx: Ctx, v: Any, path: str, line: int | None) -> Compute:
             return Compute(time_s=quantity(ctx, v, "time", path, U.SECONDS, allow_zero=True))
         return Compute(flops=quantity(ctx, v, "flops", path, U.FLOP, allow_zero=True, default=0.0),
                        hbm_bytes=quantity(ctx, v, "bytes", path, U.BYTES, allow_zero=True, default=0.0))
-    holder = YMap({"time": v})
-    holder.line, holder.key_lines = line or 0, {"time": line or 0}
     try:
-        return Compute(time_s=quantity(ctx, holder, "time", path.rsplit(".", 1)[0], U.SECONDS, allow_zero=True))
+        return Compute(time_s=value_with_unit(ctx, v, U.SECONDS, path, line, path.rsplit(".", 1)[-1],
+                                              allow_zero=True))
     except SpecError as e:
         raise ctx.error(path, e.detail + " (or a mapping with flops and bytes)", line) from None
 
@@ -86,15 +87,36 @@ def _built(ctx: Ctx, m: YMap) -> Workload:
         raise ctx.error("workload.args", f"expected a mapping of {name}'s arguments, got {kind_of(args)}",
                         line_of(m, "args"))
     params = [p for p in inspect.signature(fn).parameters]
-    for k in args:
+    hints = typing.get_type_hints(fn)
+    checked: dict[str, Any] = {}
+    for k, v in args.items():
         if k not in params:
-            near = difflib.get_close_matches(str(k), params, n=1, cutoff=0.6)
+            near = difflib.get_close_matches(str(k)[:100], params, n=1, cutoff=0.6)
             hint = f"; did you mean {near[0]!r}?" if near else f"; valid: {', '.join(params)}"
-            raise ctx.error(f"workload.args.{k}", f"{name} has no argument {k!r}{hint}", line_of(args, k))
+            raise ctx.error(f"workload.args.{str(k)[:40]}", f"{name} has no argument {shown(k)}{hint}",
+                            line_of(args, k))
+        checked[k] = _builder_arg(ctx, hints.get(k), v, f"workload.args.{k}", line_of(args, k))
     try:
-        return fn(**args)
-    except (TypeError, ValueError) as e:
-        raise ctx.error("workload.args", f"{name}: {e}", line_of(m, "args")) from None
+        return fn(**checked)
+    except (TypeError, ValueError, ArithmeticError) as e:
+        raise ctx.error("workload.args", f"{name}: {shown(str(e), 200)[1:-1]}", line_of(m, "args")) from None
+
+
+def _builder_arg(ctx: Ctx, kind: Any, v: Any, path: str, line: int | None) -> Any:
+    """A builder's argument checked against its annotation, so that 'batch_per_npu: .inf' or 'true' is an
+    error here rather than a workload of infinite or boolean sizes: int, a whole number in [0, 2^31];
+    float, a finite number >= 0; bool; str."""
+    if kind is bool:
+        if not isinstance(v, bool):
+            raise ctx.error(path, f"expected true or false, got {kind_of(v)}", line)
+        return v
+    if kind is int:
+        return int(number(ctx, v, path, line, integer=True, lo=0, hi=2**31))
+    if kind is float:
+        return number(ctx, v, path, line, lo=0)
+    if kind is str and not isinstance(v, str):
+        raise ctx.error(path, f"expected text, got {kind_of(v)}", line)
+    return v
 
 
 def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
@@ -116,9 +138,12 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
         clock = quantity(ctx, m, "clock", path, U.HERTZ, default=1e9)
         wpath = (ctx.dir / src)
         if not wpath.exists():
-            raise ctx.error("workload.astra", f"workload file {src!r} not found (looked in {ctx.dir})",
+            raise ctx.error("workload.astra", f"workload file {shown(src)} not found (looked in {ctx.dir})",
                             line_of(m, "astra"))
-        aw = parse_astra_workload(wpath)
+        try:
+            aw = parse_astra_workload(wpath, confine_to=ctx.confine_to)
+        except UnreadableFile as e:  # refused or unreadable: the key that named it is the place to fix
+            raise ctx.error("workload.astra", f"{shown(src)}: {e.detail}", line_of(m, "astra")) from None
         return astra_to_workload(aw, cycle_s=1.0 / clock, name=text(ctx, m, "name", path) or wpath.stem)
     if "layers" not in m:
         raise ctx.error(path, "expected either 'astra: <file>' or 'layers: [...]'", getattr(m, "line", None))
@@ -134,7 +159,7 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
         if not name:
             raise ctx.error(join_path(lp, "name"), "expected a non-empty name", getattr(lm, "line", None))
         if name in names:
-            raise ctx.error(join_path(lp, "name"), f"layer name {name!r} is used twice", line_of(lm, "name"))
+            raise ctx.error(join_path(lp, "name"), f"layer name {shown(name)} is used twice", line_of(lm, "name"))
         names.add(name)
         layers.append(Layer(
             name=name,
@@ -212,12 +237,7 @@ def npu(ctx: Ctx, n: Any, top: YMap) -> NPU:
 def _option_value(ctx: Ctx, resource: str, v: Any, path: str, line: int | None, n: NPU) -> float:
     key, dim = OPTION_VALUE[resource]
     if dim is not None:
-        try:
-            val = U.parse_quantity(v, dim)
-        except U.UnitError as e:
-            raise ctx.error(path, str(e), line) from None
-        if val <= 0:
-            raise ctx.error(path, f"expected {dim.name} > 0, got {v!r}", line)
+        val = value_with_unit(ctx, v, dim, path, line, key)
         if resource == "dma" and val >= n.hbm_bandwidth:
             raise ctx.error(path, f"DMA bandwidth {U.format_quantity(val, U.BYTES_PER_S)} must be below the NPU's "
                             f"HBM bandwidth {U.format_quantity(n.hbm_bandwidth, U.BYTES_PER_S)}", line)
@@ -326,32 +346,68 @@ def solver_settings(ctx: Ctx, s: Any, base: SolverSpec, path: str = "solver", to
         presolve=boolean(ctx, m, "presolve", path, base.presolve))
 
 
-def find_profile(name: str, start: Path) -> Path | None:
-    """``solvers/<name>.yaml`` in the problem's folder or any folder above it, or in the working folder."""
-    if name.endswith((".yaml", ".yml")) and Path(name).exists():
-        return Path(name)
-    for folder in [start, *start.parents, Path.cwd()]:
-        cand = folder / "solvers" / f"{name}.yaml"
-        if cand.exists():
+#: The solver profiles shipped inside the package: copies of the repository's ``solvers/*.yaml`` (their
+#: source of truth; tests/test_install.py checks the copies are identical), so an installed codesign
+#: finds ``default``, ``fast`` and ``exact`` wherever its problem files are.
+SHIPPED_PROFILES = Path(__file__).resolve().parent / "profiles"
+
+
+def shipped_profiles() -> list[str]:
+    return sorted(p.stem for p in SHIPPED_PROFILES.glob("*.yaml"))
+
+
+def find_profile(name: str, start: Path, *, confine: bool = False) -> Path | None:
+    """``solvers/<name>.yaml`` in the problem's folder (``start``) or any folder above it, or in the working
+    folder, else the shipped profile ``name``. With ``confine`` only ``start``'s own solvers/ and the shipped
+    profiles are looked in. A name ending in .yaml or .yml is a path (relative to ``start``), returned as is."""
+    if name.endswith((".yaml", ".yml")):
+        return start / name
+    if not name or "/" in name or "\\" in name or name.startswith("."):
+        return None  # a name, not a path: solvers/<name>.yaml must not climb out of solvers/
+    folders = [start] if confine else [start, *start.parents, Path.cwd()]
+    for cand in [f / "solvers" / f"{name}.yaml" for f in folders] + [SHIPPED_PROFILES / f"{name}.yaml"]:
+        if cand.is_file():
             return cand
     return None
 
 
 def solver(ctx: Ctx, s: Any, override_profile: str | None = None, top: Any = None) -> SolverSpec:
+    """The solver settings: the profile's (``override_profile``, the command line's ``--solver``, else the
+    file's ``solver.profile``), then the file's ``solver`` keys on top. A profile that the command line names
+    and that cannot be had is an error against ``--solver``, not against the problem file."""
     name = override_profile
     if name is None and isinstance(s, dict) and "profile" in s:
         name = s["profile"]
         if not isinstance(name, str):
             raise ctx.error("solver.profile", f"expected a profile name, got {kind_of(name)}", line_of(s, "profile"))
-    base = SolverSpec()
-    if name is not None:
-        prof = find_profile(name, ctx.dir)
-        if prof is None:
-            raise ctx.error("solver.profile", f"no solver profile {name!r}: looked for solvers/{name}.yaml beside "
-                            "the problem, in the folders above it and in the working folder",
-                            line_of(s, "profile") if isinstance(s, dict) else None)
-        pctx = Ctx(str(prof))
-        base = solver_settings(pctx, load_yaml(prof), SolverSpec(profile=name), path="")
+    if name is None:
+        return solver_settings(ctx, s, SolverSpec(), top=top)
+    flag = override_profile is not None
+    names = shipped_profiles()
+    expected = f"expected {', '.join(names)} or a YAML path"
+
+    def refuse(msg: str) -> SpecError:
+        if flag:
+            return SpecError(msg, path="--solver")
+        return ctx.error("solver.profile", msg, line_of(s, "profile") if isinstance(s, dict) else None)
+
+    if flag and name.endswith((".yaml", ".yml")):
+        prof: Path | None = Path(name)  # the command line's path: relative to the working folder
+    else:
+        prof = find_profile(name, ctx.dir, confine=ctx.confine_to is not None and not flag)
+    if prof is None:
+        looked = "" if flag else (f" (or solvers/{shown(name, 30)[1:-1]}.yaml beside the problem" +
+                                  ("" if ctx.confine_to else ", in a folder above it or in the working folder") + ")")
+        raise refuse(f"unknown profile {shown(name)}; {expected}{looked}")
+    # --confine holds the problem file to its folder; the command line's profile and the shipped ones are trusted
+    confine_to = None if flag or prof.parent == SHIPPED_PROFILES else ctx.confine_to
+    try:
+        doc = load_yaml(prof, what="solver profile", confine_to=confine_to)
+    except UnreadableFile as e:
+        raise refuse(f"{shown(name)}: {e.detail}") from None
+    pctx = Ctx(str(prof))
+    base = solver_settings(pctx, doc, SolverSpec(profile=name), path="")
+    pctx.emit_notes()
     return solver_settings(ctx, s, base, top=top)
 
 
@@ -361,15 +417,18 @@ TOP_KEYS = ("name", "description", "workload", "topology", "npu", "engine", "obj
             "sweep")  # sweep: defaults for 'codesign sweep', read and checked by codesign.cli.explore
 
 
-def load_problem(path: str | Path, *, solver_profile: str | None = None) -> Problem:
-    """Read and validate a problem file. Raises SpecError (file, key path, expectation) on bad input."""
-    return parse_problem(load_yaml(path), path, solver_profile=solver_profile)
+def load_problem(path: str | Path, *, solver_profile: str | None = None, confine: bool = False) -> Problem:
+    """Read and validate a problem file. Raises SpecError (file, key path, expectation) on bad input.
+    ``confine``: refuse any file the problem names outside the problem file's folder (the command line's
+    ``--confine``, for services that run problem files they did not write)."""
+    return parse_problem(load_yaml(path), path, solver_profile=solver_profile, confine=confine)
 
 
-def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = None) -> Problem:
+def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = None,
+                  confine: bool = False) -> Problem:
     """Validate an already-loaded problem document (plain dicts and lists are fine: a sweep edits one).
-    ``path`` names it in messages and anchors its relative paths."""
-    ctx = Ctx(str(path))
+    ``path`` names it in messages and anchors its relative paths; ``confine`` is ``load_problem``'s."""
+    ctx = Ctx(str(path), confine=confine)
     if doc is None:
         raise ctx.error("(top level)", "the file is empty; expected the sections " + ", ".join(TOP_KEYS[2:]))
     m = section(ctx, doc, "", TOP_KEYS, ("workload", "topology", "engine"))
@@ -377,9 +436,11 @@ def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = No
     wl = workload(ctx, m["workload"], len(topo.dims), m)
     n = npu(ctx, m.get("npu"), m)
     eng = engine(ctx, m["engine"], n, m)
-    return Problem(name=text(ctx, m, "name", "") or Path(path).stem, workload=wl, topology=topo, npu=n,
-                   engine=eng, objective=objective(ctx, m.get("objective"), m),
-                   schedule=schedule(ctx, m.get("schedule"), m),
-                   solver=solver(ctx, m.get("solver"), solver_profile, m), description=text(ctx, m, "description", ""),
-                   path=str(path))
+    problem = Problem(name=text(ctx, m, "name", "") or Path(path).stem, workload=wl, topology=topo, npu=n,
+                      engine=eng, objective=objective(ctx, m.get("objective"), m),
+                      schedule=schedule(ctx, m.get("schedule"), m),
+                      solver=solver(ctx, m.get("solver"), solver_profile, m),
+                      description=text(ctx, m, "description", ""), path=str(path))
+    ctx.emit_notes()  # implausible values, now that the file has loaded without error
+    return problem
 

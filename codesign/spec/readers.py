@@ -8,23 +8,39 @@ from __future__ import annotations
 
 import difflib
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import InputWarning, SpecError, located, shown
 from . import units as U
+from .plausible import implausible
 from .yamlfile import YList, YMap
 
 
 class Ctx:
-    """The file being read, for error messages, and its folder, for relative paths."""
+    """The file being read, for error messages, and its folder, for relative paths; ``confine_to`` is that
+    folder when the files the problem names must lie inside it (``--confine``), else None."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, *, confine: bool = False) -> None:
         self.file = file
         self.dir = Path(file).resolve().parent
+        self.confine_to: Path | None = self.dir if confine else None
+        self.notes: list[str] = []  # warnings held until the file has loaded without error
 
     def error(self, path: str, msg: str, line: int | None = None) -> SpecError:
         return SpecError(msg, file=self.file, path=path, line=line)
+
+    def note(self, path: str, msg: str, line: int | None = None) -> None:
+        """Hold a warning about a value; ``emit_notes`` issues it once the whole file has loaded, so that a
+        file with an error shows that one error line and nothing else."""
+        self.notes.append(located(msg, file=self.file, path=path, line=line))
+
+    def emit_notes(self) -> None:
+        """Issue the held warnings as InputWarning (the command line prints each as one stderr line)."""
+        for text in self.notes:
+            warnings.warn(text, InputWarning, stacklevel=3)
+        self.notes.clear()
 
 
 def line_of(parent: Any, key: Any) -> int | None:
@@ -49,9 +65,10 @@ def section(ctx: Ctx, obj: Any, path: str, allowed: tuple[str, ...], required: t
                         f"got {kind_of(obj)}", line_of(parent, key))
     for k in obj:
         if k not in allowed:
-            near = difflib.get_close_matches(str(k), allowed, n=1, cutoff=0.6)
+            near = difflib.get_close_matches(str(k)[:100], allowed, n=1, cutoff=0.6)
             hint = f"; did you mean {near[0]!r}?" if near else f"; valid keys: {', '.join(allowed)}"
-            raise ctx.error(join_path(path, str(k)), f"unknown key {k!r}{hint}", line_of(obj, k))
+            name = str(k) if len(str(k)) <= 40 else str(k)[:40] + "..."  # a key path, quoted short
+            raise ctx.error(join_path(path, name), f"unknown key {shown(k)}{hint}", line_of(obj, k))
     for k in required:
         if k not in obj:
             raise ctx.error(join_path(path, k), f"missing required key {k!r}", getattr(obj, "line", None))
@@ -61,24 +78,35 @@ def section(ctx: Ctx, obj: Any, path: str, allowed: tuple[str, ...], required: t
 def kind_of(obj: Any) -> str:
     if obj is None:
         return "nothing (null)"
-    return {dict: "a mapping", YMap: "a mapping", list: "a list", YList: "a list", str: f"the text {obj!r}",
+    return {dict: "a mapping", YMap: "a mapping", list: "a list", YList: "a list", str: f"the text {shown(obj)}",
             bool: f"the boolean {obj}", int: f"the number {obj}", float: f"the number {obj}"}.get(type(obj), type(obj).__name__)
 
 
 def quantity(ctx: Ctx, m: YMap, key: str, path: str, dim: U.Dimension, *, positive: bool = True,
              allow_zero: bool = False, default: Any = None) -> float:
-    """A value with a unit, checked > 0 (or >= 0 with ``allow_zero``)."""
+    """A value with a unit, checked > 0 (or >= 0 with ``allow_zero``), and noted (``Ctx.note``) if it is
+    implausible for its quantity (``spec.plausible``)."""
     if key not in m:
         if default is None:
             raise ctx.error(join_path(path, key), "missing required key", getattr(m, "line", None))
         return float(default)
-    p = join_path(path, key)
+    return value_with_unit(ctx, m[key], dim, join_path(path, key), line_of(m, key), key, positive=positive,
+                           allow_zero=allow_zero)
+
+
+def value_with_unit(ctx: Ctx, raw: Any, dim: U.Dimension, path: str, line: int | None, key: str, *,
+                    positive: bool = True, allow_zero: bool = False) -> float:
+    """``raw`` parsed in ``dim`` (SI), checked > 0 (>= 0 with ``allow_zero``); a value implausible for the
+    quantity ``key`` gives (``spec.plausible.RANGES``) is noted as a warning naming the likely unit."""
     try:
-        v = U.parse_quantity(m[key], dim)
+        v = U.parse_quantity(raw, dim)
     except U.UnitError as e:
-        raise ctx.error(p, str(e), line_of(m, key)) from None
+        raise ctx.error(path, str(e), line) from None
     if positive and (v < 0 or (v == 0 and not allow_zero)):
-        raise ctx.error(p, f"expected {dim.name} {'>= 0' if allow_zero else '> 0'}, got {m[key]!r}", line_of(m, key))
+        raise ctx.error(path, f"expected {dim.name} {'>= 0' if allow_zero else '> 0'}, got {shown(raw)}", line)
+    why = implausible(v, dim, key, raw)
+    if why:
+        ctx.note(path, why, line)
     return v
 
 
@@ -114,7 +142,7 @@ def choice(ctx: Ctx, m: YMap, key: str, path: str, options: tuple[str, ...], def
         return default
     v = m[key]
     if not isinstance(v, str) or v not in options:
-        near = difflib.get_close_matches(str(v), options, n=1, cutoff=0.5)
+        near = difflib.get_close_matches(v[:100], options, n=1, cutoff=0.5) if isinstance(v, str) else []
         hint = f"; did you mean {near[0]!r}?" if near else ""
         raise ctx.error(join_path(path, key), f"expected one of {', '.join(options)}, got {kind_of(v)}{hint}", line_of(m, key))
     return v

@@ -11,6 +11,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from ..errors import shown
+
 
 @dataclass(frozen=True)
 class Dimension:
@@ -69,7 +71,7 @@ def example(dim: Dimension) -> str:
             "FLOP/s": '"120 TFLOP/s"', "mm^2": '"1.5 mm^2"', "W": '"2 W"', "Hz": '"1 GHz"'}[dim.base]
 
 
-def _finite(x: float | int, dim: Dimension, shown: object) -> float:
+def _finite(x: float | int, dim: Dimension, written: object) -> float:
     """``x`` as a float, or UnitError if it is not finite (or too large for a float)."""
     noun = dim.name.split(" ", 1)[1]
     try:
@@ -77,7 +79,8 @@ def _finite(x: float | int, dim: Dimension, shown: object) -> float:
     except OverflowError:
         raise UnitError(f"expected a finite {noun}, got a number too large to represent") from None
     if not math.isfinite(f):
-        raise UnitError(f"expected a finite {noun}, got {shown}")
+        text = str(written) if len(str(written)) <= 60 else str(written)[:60] + "..."
+        raise UnitError(f"expected a finite {noun}, got {text}")
     return f
 
 
@@ -92,11 +95,12 @@ def parse_quantity(value: object, dim: Dimension) -> float:
     if isinstance(value, (int, float)):
         return _finite(value, dim, value)
     if not isinstance(value, str):
-        kind = "list" if isinstance(value, list) else "dict" if isinstance(value, dict) else type(value).__name__
+        kind = ("a list" if isinstance(value, list) else "a mapping" if isinstance(value, dict)
+                else "nothing (null)" if value is None else type(value).__name__)
         raise UnitError(f"expected {dim.name} such as {example(dim)}, got {kind}")
     m = _QUANTITY.match(value)
     if not m:
-        raise UnitError(f"expected {dim.name} such as {example(dim)}, got {value!r}")
+        raise UnitError(f"expected {dim.name} such as {example(dim)}, got {shown(value)}")
     number = float(m.group(1))
     unit = (m.group(2) or "").strip()
     if not unit:
@@ -105,9 +109,9 @@ def parse_quantity(value: object, dim: Dimension) -> float:
         return _finite(number * dim.units[unit], dim, value)
     for other in ALL_DIMENSIONS:
         if other is not dim and unit in other.units:
-            raise UnitError(f"expected {dim.name} such as {example(dim)}, got {value!r}, "
+            raise UnitError(f"expected {dim.name} such as {example(dim)}, got {shown(value)}, "
                             f"which is {other.name} ({other.base})")
-    raise UnitError(f"unknown unit {unit!r} in {value!r}; expected {dim.name} such as {example(dim)}")
+    raise UnitError(f"unknown unit {shown(unit, 20)} in {shown(value)}; expected {dim.name} such as {example(dim)}")
 
 
 def format_quantity(value: float, dim: Dimension) -> str:
@@ -117,7 +121,7 @@ def format_quantity(value: float, dim: Dimension) -> str:
             if abs(value) >= f or unit == "ns":
                 return f"{value / f:.4g} {unit}"
     if dim is BYTES:
-        for unit, f in (("GiB", 2.0**30), ("MiB", 2.0**20), ("KiB", 2.0**10)):
+        for unit, f in (("TiB", 2.0**40), ("GiB", 2.0**30), ("MiB", 2.0**20), ("KiB", 2.0**10)):
             if abs(value) >= f:
                 return f"{value / f:.4g} {unit}"
         return f"{value:.0f} B"
@@ -128,6 +132,10 @@ def format_quantity(value: float, dim: Dimension) -> str:
         return f"{value:.4g} B/s"
     if dim is FLOP_PER_S:
         for unit, f in (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9)):
+            if abs(value) >= f:
+                return f"{value / f:.4g} {unit}"
+    if dim is HERTZ:
+        for unit, f in (("GHz", 1e9), ("MHz", 1e6), ("kHz", 1e3)):
             if abs(value) >= f:
                 return f"{value / f:.4g} {unit}"
     return f"{value:.4g} {dim.base}"

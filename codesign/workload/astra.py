@@ -15,7 +15,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
+from ..spec.files import read_user_file
 from .model import Comm, Compute, Layer, Workload
 
 ASTRA_COMM_TYPES = {"NONE": None, "ALLREDUCE": "all_reduce", "ALLGATHER": "all_gather",
@@ -63,36 +64,32 @@ def _int(tok: str, file: str, line: int, what: str) -> int:
     try:
         v = float(tok)
     except ValueError:
-        raise SpecError(f"{what}: expected a number, got {tok!r}", file=file, line=line) from None
+        raise SpecError(f"{what}: expected a number, got {shown(tok, 20)}", file=file, line=line) from None
     if not math.isfinite(v) or v < 0 or v != int(v):
-        raise SpecError(f"{what}: expected a whole number >= 0, got {tok!r}", file=file, line=line)
+        raise SpecError(f"{what}: expected a whole number >= 0, got {shown(tok, 20)}", file=file, line=line)
     return int(v)
 
 
 def _comm_type(tok: str, file: str, line: int, what: str) -> str:
     if tok not in ASTRA_COMM_TYPES:
-        raise SpecError(f"{what}: unknown communication type {tok!r}; expected one of "
+        raise SpecError(f"{what}: unknown communication type {shown(tok, 20)}; expected one of "
                         f"{', '.join(ASTRA_COMM_TYPES)}", file=file, line=line)
     return tok
 
 
-def parse_astra_workload(path: str | Path) -> AstraWorkload:
-    """Read an ASTRA-sim 1.0 workload file; a malformed file raises SpecError with its line number."""
-    p = Path(path)
+def parse_astra_workload(path: str | Path, *, confine_to: Path | None = None) -> AstraWorkload:
+    """Read an ASTRA-sim 1.0 workload file; a malformed file raises SpecError with its line number. A bad
+    token is quoted at most 20 characters long: the file may be anything the user named (``/etc/passwd``).
+    ``confine_to``: refuse a file outside this folder (``read_user_file``)."""
     file = str(path)
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise SpecError("workload file not found", file=file) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError(f"cannot read workload file: {e}", file=file) from None
+    text = read_user_file(path, what="workload file", confine_to=confine_to)
     rows = [(i + 1, ln.split()) for i, ln in enumerate(text.splitlines())]
     rows = [(n, toks) for n, toks in rows if toks]
     if not rows:
         raise SpecError("empty workload file; expected the parallelism on line 1", file=file, line=1)
     n0, head = rows[0]
     if head[0] not in ASTRA_PARALLELISMS:
-        raise SpecError(f"unknown parallelism {head[0]!r}; expected one of "
+        raise SpecError(f"unknown parallelism {shown(head[0], 20)}; expected one of "
                         f"{', '.join(ASTRA_PARALLELISMS)}", file=file, line=n0)
     if len(rows) < 2:
         raise SpecError("missing the layer count on line 2", file=file, line=n0 + 1)
@@ -111,18 +108,19 @@ def parse_astra_workload(path: str | Path) -> AstraWorkload:
                             "ig_comm_bytes wg_compute wg_comm_type wg_comm_bytes update_delay)",
                             file=file, line=n)
         name = toks[0]
+        label = name if len(name) <= 20 else name[:20] + "..."  # for messages
         layers.append(AstraLayer(
             name=name,
-            fwd_compute=_int(toks[2], file, n, f"layer {name} forward compute"),
-            fwd_comm_type=_comm_type(toks[3], file, n, f"layer {name} forward comm type"),
-            fwd_comm_bytes=_int(toks[4], file, n, f"layer {name} forward comm bytes"),
-            ig_compute=_int(toks[5], file, n, f"layer {name} input-grad compute"),
-            ig_comm_type=_comm_type(toks[6], file, n, f"layer {name} input-grad comm type"),
-            ig_comm_bytes=_int(toks[7], file, n, f"layer {name} input-grad comm bytes"),
-            wg_compute=_int(toks[8], file, n, f"layer {name} weight-grad compute"),
-            wg_comm_type=_comm_type(toks[9], file, n, f"layer {name} weight-grad comm type"),
-            wg_comm_bytes=_int(toks[10], file, n, f"layer {name} weight-grad comm bytes"),
-            update_delay=_int(toks[11], file, n, f"layer {name} update delay"),
+            fwd_compute=_int(toks[2], file, n, f"layer {label} forward compute"),
+            fwd_comm_type=_comm_type(toks[3], file, n, f"layer {label} forward comm type"),
+            fwd_comm_bytes=_int(toks[4], file, n, f"layer {label} forward comm bytes"),
+            ig_compute=_int(toks[5], file, n, f"layer {label} input-grad compute"),
+            ig_comm_type=_comm_type(toks[6], file, n, f"layer {label} input-grad comm type"),
+            ig_comm_bytes=_int(toks[7], file, n, f"layer {label} input-grad comm bytes"),
+            wg_compute=_int(toks[8], file, n, f"layer {label} weight-grad compute"),
+            wg_comm_type=_comm_type(toks[9], file, n, f"layer {label} weight-grad comm type"),
+            wg_comm_bytes=_int(toks[10], file, n, f"layer {label} weight-grad comm bytes"),
+            update_delay=_int(toks[11], file, n, f"layer {label} update delay"),
             parallelism=toks[12] if width == 13 else None,
             line=n))
     return AstraWorkload(path=file, parallelism=head[0], args=tuple(head[1:]), layers=tuple(layers),

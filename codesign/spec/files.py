@@ -1,0 +1,135 @@
+"""Opening the files a user names: the one rule every input file goes through, and the outputs' checks.
+
+A problem file names other files (``workload.astra``, a solver profile) and the command line names more
+(``--solution``, ``--astra-*``). Each is read by ``read_user_file``, which refuses what no input file is:
+a device, a pipe or a socket (``/dev/zero`` would be read until memory runs out, a FIFO would block
+for ever), a file over ``MAX_INPUT_BYTES``, text that is not UTF-8, and, with ``confine_to`` (the
+command line's ``--confine``, for services that run problem files they did not write), any path that
+resolves outside that folder, symlinks followed. Every refusal is one SpecError naming the file.
+
+``output_dir`` and ``output_file`` check where results go before any work is done, so that a wrong
+``--out`` is a user's mistake (exit 2) found in a second, not an internal error after a long solve.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import SpecError
+
+#: The largest input file read, in bytes (64 MiB). The largest shipped input (an ASTRA-sim workload) is
+#: a few KiB; a file this large is a wrong path, and reading it whole would cost that much memory.
+MAX_INPUT_BYTES = 64 * 2**20
+
+
+class UnreadableFile(SpecError):
+    """A file that could not be read at all (missing, refused, not text), as opposed to one read and found
+    wrong: a caller that took the path from a key re-raises it against that key."""
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` resolves (symlinks followed) to ``folder`` or somewhere below it."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def read_user_file(path: str | Path, *, what: str, confine_to: Path | None = None) -> str:
+    """The text of a file a user named. ``what`` names it in messages ("workload file"); ``confine_to``
+    refuses a path outside that folder. Raises UnreadableFile (a SpecError naming the file) for anything
+    but a readable, regular, UTF-8 file of at most MAX_INPUT_BYTES."""
+    file = str(path)
+    p = Path(path)
+    if confine_to is not None and not inside(p, confine_to):
+        raise UnreadableFile(f"refused: the {what} is outside {confine_to} (--confine allows only files in the "
+                             "problem file's folder)", file=file)
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below as not a regular file.
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise UnreadableFile(f"{what} not found", file=file) from None
+    except IsADirectoryError:
+        raise UnreadableFile(f"is a directory, expected a {what}", file=file) from None
+    except OSError as e:
+        raise UnreadableFile(f"cannot read the {what}: {e.strerror or e}", file=file) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise UnreadableFile(f"is a directory, expected a {what}", file=file)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnreadableFile(f"not a regular file (a device, pipe or socket); expected a {what}", file=file)
+        if st.st_size > MAX_INPUT_BYTES:
+            raise UnreadableFile(f"{st.st_size / 2**20:.0f} MiB is over the {MAX_INPUT_BYTES // 2**20} MiB an input "
+                                 f"file may have; expected a {what}", file=file)
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(MAX_INPUT_BYTES + 1)  # bounded even if the file grows while it is read
+    except OSError as e:
+        raise UnreadableFile(f"cannot read the {what}: {e.strerror or e}", file=file) from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_INPUT_BYTES:
+        raise UnreadableFile(f"over the {MAX_INPUT_BYTES // 2**20} MiB an input file may have; expected a {what}",
+                             file=file)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UnreadableFile(f"cannot read: not UTF-8 text (byte {e.start + 1}); expected a {what}",
+                             file=file) from None
+
+
+def parse_json(text: str, file: str, what: str) -> Any:
+    """``text`` (read by ``read_user_file``) as JSON; SpecError naming the file and line if it is not JSON,
+    or nests too deep for Python's decoder (which recurses), or holds an integer too long to convert."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SpecError(f"not a {what}: invalid JSON: {e.msg} (column {e.colno})", file=file, line=e.lineno) from None
+    except RecursionError:
+        raise SpecError(f"not a {what}: JSON nested too deep", file=file) from None
+    except ValueError as e:  # e.g. an integer of more than 4300 digits
+        raise SpecError(f"not a {what}: {str(e)[:80]}", file=file) from None
+
+
+def output_dir(path: str | Path, *, flag: str = "--out") -> Path:
+    """Create the folder ``path`` (and its parents) for results; SpecError naming ``flag`` and the path if it
+    is an existing file or cannot be created."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise SpecError(f"{flag} {p}: expected a folder to write into, but it is an existing file")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SpecError(f"{flag} {p}: cannot create the folder: {e.strerror or e}") from None
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise SpecError(f"{flag} {p}: expected a folder to write into, but it is not writable")
+    return p
+
+
+def output_file(path: str | Path, *, flag: str = "--out") -> Path:
+    """Check that a results file can be written at ``path`` (its folder is created); SpecError naming
+    ``flag`` and the path if it is a folder or its folder cannot be made."""
+    p = Path(path)
+    if p.is_dir():
+        raise SpecError(f"{flag} {p}: expected a file name, but it is a folder")
+    if p.exists() and not p.is_file():
+        raise SpecError(f"{flag} {p}: expected a file name, but it is not a regular file")
+    output_dir(p.parent if str(p.parent) else Path("."), flag=flag)
+    if p.exists() and not os.access(p, os.W_OK):
+        raise SpecError(f"{flag} {p}: expected a file to write, but it is not writable")
+    return p
+
+
+@contextlib.contextmanager
+def writing(out: str | Path, flag: str = "--out") -> Iterator[None]:
+    """Turn a failure to write results under ``out`` (a full disk, a folder where a file goes) into a user's
+    SpecError naming ``flag`` and the path, not an internal error."""
+    try:
+        yield
+    except OSError as e:
+        raise SpecError(f"{flag} {out}: cannot write {e.filename or 'a result'}: {e.strerror or e}") from None

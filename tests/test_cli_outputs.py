@@ -1,0 +1,96 @@
+"""Where results go: a wrong --out is the user's mistake (exit 2, one line, before any work), and a reader
+that goes away (``codesign ... | head``) ends codesign quietly, as it ends git.
+
+The issue "Never a wrong answer", case 9: each of these was an internal error (exit 3) before.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from codesign.cli import main
+
+from conftest import ROOT
+
+QUICK = str(ROOT / "problems/quickstart.yaml")
+
+
+@pytest.fixture
+def no_solve(monkeypatch):
+    """Reaching the solver is already the failure: a wrong --out must be found before it."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("the solve started before --out was checked")
+    monkeypatch.setattr("codesign.pipeline.solve.solve", refuse)
+
+
+def one_error(capsys, argv: list[str]) -> str:
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    assert rc == 2, err
+    assert out == "" and "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert err.startswith("codesign: error: "), err
+    return err[len("codesign: error: "):].rstrip("\n")
+
+
+def test_solve_out_that_is_a_file(tmp_path, capsys, no_solve):
+    f = tmp_path / "README.md"
+    f.write_text("not a folder\n")
+    msg = one_error(capsys, ["solve", QUICK, "--out", str(f)])
+    assert msg == f"--out {f}: expected a folder to write into, but it is an existing file"
+
+
+def test_solve_out_that_cannot_be_created(tmp_path, capsys, no_solve):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    msg = one_error(capsys, ["solve", QUICK, "--out", str(blocker / "sub")])
+    assert msg.startswith(f"--out {blocker / 'sub'}: cannot create the folder: "), msg
+
+
+def test_solve_out_under_proc(capsys, no_solve):
+    msg = one_error(capsys, ["solve", QUICK, "--out", "/proc/x"])
+    assert msg.startswith("--out /proc/x: cannot create the folder: "), msg
+
+
+def test_simulate_out_that_is_a_file(tmp_path, capsys):
+    f = tmp_path / "taken"
+    f.write_text("")
+    fixed = tmp_path / "fixed.yaml"
+    text = (ROOT / "problems/quickstart.yaml").read_text()
+    for old in ("    - {size: 2 MiB, area: 0.9 mm^2, power: 0.2 W}\n",
+                "    - {rate: 400 GB/s, area: 1.2 mm^2, power: 1.2 W}\n",
+                "    - {bandwidth: 400 GB/s, area: 0.8 mm^2, power: 0.8 W}\n"):  # one option each: a fixed design
+        text = text.replace(old, "")
+    fixed.write_text(text)
+    msg = one_error(capsys, ["simulate", str(fixed), "--out", str(f)])
+    assert msg == f"--out {f}: expected a folder to write into, but it is an existing file"
+
+
+def test_sweep_and_pareto_outputs_that_are_folders(tmp_path, capsys, no_solve):
+    msg = one_error(capsys, ["sweep", QUICK, "--param", "engine.area_budget=2mm^2,3mm^2", "--out", str(tmp_path)])
+    assert msg == f"--out {tmp_path}: expected a file name, but it is a folder"
+    msg = one_error(capsys, ["pareto", QUICK, "--out", str(tmp_path)])
+    assert msg == f"--out {tmp_path}: expected a file name, but it is a folder"
+    msg = one_error(capsys, ["pareto", QUICK, "--csv", str(tmp_path)])
+    assert msg == f"--csv {tmp_path}: expected a file name, but it is a folder"
+
+
+def test_reproduce_out_that_is_a_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("codesign.study.run.run_study", lambda **kw: (_ for _ in ()).throw(AssertionError("ran")))
+    f = tmp_path / "taken"
+    f.write_text("")
+    msg = one_error(capsys, ["reproduce", "--out", str(f), "--workloads", "resnet50", "--sizes", "16"])
+    assert msg == f"--out {f}: expected a folder to write into, but it is an existing file"
+
+
+@pytest.mark.parametrize("argv", [["validate", QUICK], ["solve", QUICK, "--json", "--no-validate"]],
+                         ids=["validate", "solve-json"])
+def test_closed_pipe_ends_quietly(argv):
+    """``codesign ... | head``: the reader is gone before codesign writes; no traceback, no message."""
+    p = subprocess.Popen([sys.executable, "-m", "codesign", *argv], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.close()
+    _, err = p.communicate(timeout=120)
+    assert err.decode() == ""
+    assert p.returncode == 141  # 128 + SIGPIPE, what a shell shows for 'git log | head'
