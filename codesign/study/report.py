@@ -40,7 +40,7 @@ def headline_table(summary: dict[str, Any]) -> str:
 
 
 def _ms(v: float | None) -> str:
-    return "n/a" if v is None else f"{v * 1e3:.3f}"
+    return "n/a" if v is None else f"{v * 1e3:.4g}"
 
 
 def case_table(summary: dict[str, Any], group: str = "study") -> str:
