@@ -1,4 +1,4 @@
-"""The command line of the ACE study: ``codesign reproduce [--json] [--out DIR]``.
+"""The command line of the ACE study: ``codesign reproduce [--json] [--out DIR] [--workers N] [--scheduler ADDR]``.
 
 ``register(subparsers)`` adds the subcommand and returns {name: handler}; the handler takes the parsed
 arguments and returns the exit status. Errors are raised as CodesignError (SpecError for bad options)
@@ -23,14 +23,17 @@ DEFAULT_OUT = "out/ace_study"  # out/ is ignored by git
 def register(sub: Any) -> dict[str, Handler]:
     """Add ``reproduce`` to ``sub`` (argparse subparsers); return {"reproduce": handler}."""
     r = sub.add_parser("reproduce", help="run the ACE study (ISCA 2021) and print it beside the paper's numbers",
-                       description="Solve and replay every case of the ACE study (problems/paper/), then print "
-                       "ACE's speedup over the best baseline per workload, the HBM-bandwidth reduction and the "
-                       "network-utilization gain beside the paper's numbers; write plots and CSVs to --out.")
+                       description="Solve every case of the ACE study (problems/paper/) and run its HBM-bandwidth "
+                       "sweep, then print ACE's speedup over the best baseline per workload, the HBM-bandwidth "
+                       "reduction and the network-utilization gain beside the paper's numbers; write plots and "
+                       "CSVs to --out. Cases are recorded in --out as they finish: rerunning the command "
+                       "solves only what is missing.")
     r.add_argument("--json", action="store_true", help="print one JSON document on stdout instead of the tables")
     r.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
-                   help=f"write cases.csv, comparisons.csv, hbm.csv, summary.json, table.md and plots here "
-                   f"(default: ./{DEFAULT_OUT})")
+                   help=f"write cases.csv, hbm.csv (both resumable), comparisons.csv, summary.json, table.md and "
+                   f"plots here (default: ./{DEFAULT_OUT})")
     r.add_argument("--workers", type=int, metavar="N", help="worker processes (default: one per core)")
+    r.add_argument("--scheduler", metavar="ADDRESS", help="run on Dask: 'local' (a LocalCluster) or tcp://host:8786")
     r.add_argument("--workloads", metavar="LIST", help="a subset, e.g. resnet50,dlrm (default: all three)")
     r.add_argument("--sizes", metavar="LIST", help="network sizes, e.g. 16,64 (default: 16,32,64,128)")
     r.add_argument("--problems", metavar="DIR", help="the case files (default: problems/paper/ of the source tree)")
@@ -66,18 +69,28 @@ def reproduce_command(args: argparse.Namespace) -> int:
     workloads = _list(args.workloads, "workloads", str) or tuple(WORKLOADS)
     sizes = _list(args.sizes, "sizes", int) or tuple(SHAPES)
 
-    def progress(done: int, total: int, row: dict[str, Any]) -> None:
+    out = Path(args.out)
+    executor = "dask" if args.scheduler == "local" else (args.scheduler or "local")
+
+    def progress(pr: Any) -> None:
         if args.quiet:
             return
-        what = row.get("key") or f"hbm sweep {row.get('npus')} NPUs x{row.get('net_scale')}"
+        if pr.row is None:
+            where = (f"Dask ({args.scheduler})" if args.scheduler
+                     else f"{args.workers or 'one per core'} local process(es)")
+            print(f"{pr.cached} already in {out}, solving {pr.total} on {where}", file=sys.stderr, flush=True)
+            return
+        row = pr.row
+        what = row.get("file") or f"HBM sweep, {row.get('npus')} NPUs, network x{row.get('net_scale'):g}"
         err = f" FAILED: {row['error']}" if row.get("error") else ""
-        print(f"[{done}/{total}] {what}{err}", file=sys.stderr)
+        print(f"[{pr.done}/{pr.total}] {what} ({row.get('wall_s') or 0:.1f} s){err}", file=sys.stderr, flush=True)
 
     out = output_dir(args.out)  # a wrong --out is found now, not after the study
     study = run_study(workloads=workloads, sizes=sizes, latency=not args.no_latency, hbm=not args.no_hbm,
-                      workers=args.workers, problems_dir=args.problems, time_limit=args.time_limit, progress=progress)
+                      executor=executor, workers=args.workers, out=out, problems_dir=args.problems,
+                      time_limit=args.time_limit, progress=progress)
     with writing(out):
-        written = write_files(out, study.summary, study.cases, study.hbm)
+        written = write_files(out, study.summary, study.cases)
         if not args.no_plots:
             from ..study.plots import write_plots
             written += write_plots(out, study.summary, study.cases, study.hbm)
@@ -85,9 +98,10 @@ def reproduce_command(args: argparse.Namespace) -> int:
         print(json.dumps(json_document(study.summary, study.cases), indent=1))
     else:
         print(report_text(study.summary))
-        print(f"\nwrote {', '.join(str(p) for p in written)}")
+        print(f"\nwrote {', '.join(str(p) for p in written)} (cases.csv and hbm.csv there too)")
     failed = study.summary.get("failed") or []
     if failed:
-        print(f"codesign: warning: {len(failed)} case(s) failed: {', '.join(failed[:5])}", file=sys.stderr)
+        print(f"codesign: warning: {len(failed)} case(s) failed: {', '.join(failed[:5])}; rerun the command to "
+              "solve them again", file=sys.stderr)
         return 1
     return 0

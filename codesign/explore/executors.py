@@ -1,7 +1,10 @@
 """Where a sweep's points run: in this process, a local process pool, or a Dask cluster.
 
 Each runner takes the points' tasks (validated problems: data, not Pyomo models) and yields
-(task, row) as each point finishes, in finishing order. Solves never share a process: HiGHS through
+(task, row) as each point finishes, in finishing order. A runner calls ``fn(task)`` for each task:
+``run_point`` (a sweep's point) unless it is given another module-level function that takes a task with a
+``key`` and returns a row, never raising (the ACE study's cases, ``codesign.study.run.run_task``). Solves
+never share a process: HiGHS through
 Pyomo crashes when two solves run in threads of one process, so pool workers and Dask workers run
 one point at a time (a lock in ``run_point`` guards the case of a multi-threaded Dask worker too).
 
@@ -18,13 +21,14 @@ import os
 import threading
 import time
 from collections import Counter
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import SpecError
-from .points import PointTask, error_row, run_point
+from .points import error_row, run_point
 
 MAX_ATTEMPTS = 3
 Row = dict[str, Any]
+Task = Any  # a PointTask, or any picklable object with a ``key`` that ``fn`` takes
 
 
 class SerialRunner:
@@ -32,9 +36,12 @@ class SerialRunner:
 
     description = "this process"
 
-    def run(self, tasks: Sequence[PointTask]) -> Iterator[tuple[PointTask, Row]]:
+    def __init__(self, fn: Callable[[Task], Row] = run_point) -> None:
+        self.fn = fn
+
+    def run(self, tasks: Sequence[Task]) -> Iterator[tuple[Task, Row]]:
         for t in tasks:
-            yield t, run_point(t)
+            yield t, self.fn(t)
 
     def close(self) -> None:
         pass
@@ -61,8 +68,9 @@ def _watch_driver(pid: int) -> None:
 class PoolRunner:
     """A local process pool of ``workers`` processes."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, fn: Callable[[Task], Row] = run_point) -> None:
         self.workers = workers
+        self.fn = fn
         self.description = f"a local pool of {workers} process(es)"
         self._ex: Any = None
 
@@ -73,18 +81,18 @@ class PoolRunner:
         method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
         ctx = mp.get_context(method)
         if method == "forkserver":
-            ctx.set_forkserver_preload(["codesign.explore.sweep"])
+            ctx.set_forkserver_preload(list(dict.fromkeys(["codesign.explore.sweep", self.fn.__module__])))
         return ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_watch_driver,
                                    initargs=(os.getpid(),))
 
-    def run(self, tasks: Sequence[PointTask]) -> Iterator[tuple[PointTask, Row]]:
+    def run(self, tasks: Sequence[Task]) -> Iterator[tuple[Task, Row]]:
         from concurrent.futures import as_completed
         from concurrent.futures.process import BrokenProcessPool
 
         pending, attempts = list(tasks), Counter()
         while pending:
             self._ex = self._start()
-            futures = {self._ex.submit(run_point, t): t for t in pending}
+            futures = {self._ex.submit(self.fn, t): t for t in pending}
             pending = []
             for f in as_completed(futures):
                 t = futures[f]
@@ -113,7 +121,8 @@ class DaskRunner:
     """Dask distributed: ``"local"`` (a LocalCluster of ``workers`` single-thread processes), a scheduler
     address, or a Client the caller owns."""
 
-    def __init__(self, target: Any, workers: int | None) -> None:
+    def __init__(self, target: Any, workers: int | None, fn: Callable[[Task], Row] = run_point) -> None:
+        self.fn = fn
         try:
             from dask.distributed import Client, LocalCluster
         except ImportError:
@@ -138,12 +147,12 @@ class DaskRunner:
                 raise SpecError(f"cannot reach the Dask scheduler at {target}: {e}") from None
             self.description = f"the Dask cluster at {target}"
 
-    def run(self, tasks: Sequence[PointTask]) -> Iterator[tuple[PointTask, Row]]:
+    def run(self, tasks: Sequence[Task]) -> Iterator[tuple[Task, Row]]:
         from dask.distributed import as_completed
 
         futures = {}
         for t in tasks:
-            futures[self.client.submit(run_point, t, pure=False)] = t
+            futures[self.client.submit(self.fn, t, pure=False)] = t
         try:
             for f in as_completed(list(futures)):
                 t = futures[f]
@@ -165,14 +174,15 @@ class DaskRunner:
 class FuturesRunner:
     """Any ``concurrent.futures.Executor`` the caller owns (not shut down here)."""
 
-    def __init__(self, ex: Any) -> None:
+    def __init__(self, ex: Any, fn: Callable[[Task], Row] = run_point) -> None:
         self.ex = ex
+        self.fn = fn
         self.description = type(ex).__name__
 
-    def run(self, tasks: Sequence[PointTask]) -> Iterator[tuple[PointTask, Row]]:
+    def run(self, tasks: Sequence[Task]) -> Iterator[tuple[Task, Row]]:
         from concurrent.futures import as_completed
 
-        futures = {self.ex.submit(run_point, t): t for t in tasks}
+        futures = {self.ex.submit(self.fn, t): t for t in tasks}
         for f in as_completed(futures):
             try:
                 row = f.result()
@@ -184,22 +194,24 @@ class FuturesRunner:
         pass
 
 
-def make_runner(executor: Any, workers: int | None, tasks: Sequence[PointTask] = ()) -> Any:
-    """The runner ``executor`` names (see ``codesign.explore.sweep.sweep``); a pool never larger than the work."""
+def make_runner(executor: Any, workers: int | None, tasks: Sequence[Task] = (),
+                fn: Callable[[Task], Row] = run_point) -> Any:
+    """The runner ``executor`` names (see ``codesign.explore.sweep.sweep``), calling ``fn`` on each task; a
+    pool never larger than the work."""
     from concurrent.futures import Executor
 
     if executor is None or executor in ("local", "pool"):
         n = workers or os.cpu_count() or 1
-        return PoolRunner(max(1, min(n, len(tasks) or n)))
+        return PoolRunner(max(1, min(n, len(tasks) or n)), fn)
     if executor == "serial":
-        return SerialRunner()
+        return SerialRunner(fn)
     if executor == "dask":
-        return DaskRunner("local", workers)
+        return DaskRunner("local", workers, fn)
     if isinstance(executor, str):
-        return DaskRunner(executor, workers)
+        return DaskRunner(executor, workers, fn)
     if isinstance(executor, Executor):
-        return FuturesRunner(executor)
+        return FuturesRunner(executor, fn)
     if type(executor).__module__.startswith("distributed"):
-        return DaskRunner(executor, workers)
+        return DaskRunner(executor, workers, fn)
     raise SpecError(f"unknown executor {executor!r}: expected 'local', 'serial', 'dask', a scheduler address, "
                     "a dask.distributed.Client or a concurrent.futures.Executor")

@@ -65,15 +65,15 @@ ACE_POWER_BUDGET = "6 W"
 
 #: configuration -> what it is, for tables and file headers
 CONFIGS: dict[str, str] = {
-    "baseline": "baseline endpoint, overlap; the MILP chooses communication's cores and HBM share",
+    "baseline": "baseline endpoint, overlap; codesign chooses communication's cores and HBM share",
     "comm_opt": f"baseline endpoint, overlap; communication-optimized split fixed at {COMM_OPT[0]} cores, "
                 f"{COMM_OPT[1]:.0%} of HBM",
     "comp_opt": f"baseline endpoint, overlap; compute-optimized split fixed at {COMP_OPT[0]} cores, "
                 f"{COMP_OPT[1]:.0%} of HBM",
-    "no_overlap": "baseline endpoint, no overlap (every collective blocks the next compute task); the MILP "
+    "no_overlap": "baseline endpoint, no overlap (every collective blocks the next compute task); codesign "
                   "chooses the split",
     "ideal": "ideal endpoint: communication costs the NPU nothing, only the links limit it",
-    "ace": f"ACE sized by the MILP under {ACE_AREA_BUDGET} and {ACE_POWER_BUDGET}",
+    "ace": f"ACE sized by codesign under {ACE_AREA_BUDGET} and {ACE_POWER_BUDGET}",
 }
 BASELINES = ("baseline", "comm_opt", "comp_opt", "no_overlap")
 #: the all-reduce of the HBM-bandwidth sweep (bytes per NPU) and the network-bandwidth scales it runs at

@@ -1,16 +1,16 @@
-"""The ACE study's metrics, defined once (docs/reproduce.md states them in words). SI units throughout:
-seconds, bytes, bytes/s.
+"""The ACE study's metrics, defined once (docs/reproduce.md states them in words). Every time is the
+simulator's (``sim/replay.py``): a case's iteration time is ``codesign.solve``'s answer, which is the
+simulated period of the best design, and the HBM sweep replays its micro benchmark directly. SI units
+throughout: seconds, bytes, bytes/s.
 
-- **Speedup** of ACE in a case (workload x network): T(best baseline) / T(ACE), T the steady-state
-  iteration time. The best baseline is the fastest of the baseline configurations (the MILP-optimized
-  split, the communication- and compute-optimized splits, no overlap), by the figure at hand: by the
-  MILP the optimized split wins (its catalog holds the fixed splits), in the replay another one can.
+- **Speedup** of ACE in a case (workload x network): T(best baseline) / T(ACE), T the simulated
+  steady-state period. The best baseline is the fastest of the baseline configurations (the split
+  codesign chooses, the communication- and compute-optimized splits, no overlap).
 - **Effective network-bandwidth utilization**: the bandwidth the network delivers while it is in use,
   as a share of its peak: U = (sum_d W_d / T_net) / (sum_d B_d), with W_d the bytes each NPU sends on
   dimension d per iteration, B_d = links_d x bandwidth_d its injection bandwidth, and T_net the time per
-  iteration during which communication is in progress (MILP: some collective holds the network; replay:
-  some chunk-phase is on a link). The gain of ACE is U(ACE) / U(best baseline), which for the same
-  bytes is T_net(best baseline) / T_net(ACE).
+  period during which some chunk-phase is on a link. The gain of ACE is U(ACE) / U(best baseline),
+  which for the same bytes is T_net(best baseline) / T_net(ACE).
 - **HBM bandwidth needed to drive the network**: the least memory bandwidth given to communication
   (baseline: comm_hbm_share x hbm_bandwidth, with ample cores; ACE: its DMA bandwidth, with ample ALUs
   and SRAM) at which one large all-reduce over the whole network runs at DRIVE (95%) of the throughput
@@ -24,9 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from ..pipeline.solution import Solution
 from ..platform.collectives import phases
-from ..platform.costs import CollectiveDemands, collective_demands, endpoint_rates, phase_resource_times
 from ..platform.endpoint import Design
 from ..problem.model import Problem
 from ..schedule.iteration import build_iteration
@@ -70,12 +68,7 @@ def busy_time(intervals: Iterable[tuple[float, float]], period_s: float) -> floa
     return min(total, period_s)
 
 
-def milp_comm_intervals(sol: Solution) -> list[tuple[float, float]]:
-    """Each collective's [start, end] (s) in the MILP's schedule: it holds the network throughout."""
-    return [(t.start_s, t.end_s) for t in sol.schedule if t.kind == "comm"]
-
-
-def sim_comm_intervals(sim: SimResult) -> list[tuple[float, float]]:
+def comm_intervals(sim: SimResult) -> list[tuple[float, float]]:
     """Each chunk-phase's [start, end] (s) on a link in the replay's measured period."""
     return [(s, e) for row, _, kind, s, e in sim.timeline if kind == "comm" and row.startswith("dim")]
 
@@ -131,36 +124,8 @@ def with_comm_hbm(problem: Problem, bandwidth: float) -> tuple[Problem, Design]:
     return problem, Design(e.kind, fixed)
 
 
-def pipelined_time(dem: CollectiveDemands, problem: Problem, design: Design) -> float:
-    """Seconds for one collective by the analytical pipeline formula: a chunk's traversal (each phase at
-    its slowest resource alone) plus (chunks - 1) times the heaviest resource's per-chunk load. Exact for
-    identical chunks through a serial pipeline; the study's analytical counterpart of the replay."""
-    if not dem.phase_dims:
-        return 0.0
-    rates = endpoint_rates(problem.engine, problem.npu, design)
-    traversal = 0.0
-    loads: dict[str, float] = {f"link{d}": t for d, t in dem.link_load_s().items()}
-    for i, link_s in enumerate(dem.phase_link_s):
-        ep = phase_resource_times(dem, i, problem.engine.kind, rates)
-        traversal += max([link_s, *ep.values()])
-        for r, t in ep.items():
-            loads[r] = loads.get(r, 0.0) + t
-    return traversal + (dem.chunks - 1) * max(loads.values())
-
-
-def model_time(problem: Problem, design: Design) -> float:
-    """Seconds per iteration of a micro benchmark (collectives only, issued together and awaited) by the
-    analytical formula: its collectives one after another, each taking ``pipelined_time``."""
-    it = build_iteration(problem.workload, problem.schedule.overlap)
-    total = 0.0
-    for c in it.comms:
-        dem = collective_demands(c.comm, problem.topology, problem.engine, problem.schedule.chunks)
-        total += pipelined_time(dem, problem, design) + c.delay_s
-    return total
-
-
 def sim_time(problem: Problem, design: Design) -> float:
-    """Seconds per iteration of the same benchmark in the chunk-grain replay."""
+    """Seconds per iteration of a micro benchmark (its collectives only) in the chunk-grain replay."""
     return simulate(problem, design, iterations=5).period_s
 
 
@@ -184,36 +149,29 @@ def least_bandwidth(time_at: Callable[[float], float], target_s: float, bracket:
 
 @dataclass(frozen=True)
 class HbmPoint:
-    """One network of the HBM sweep: its per-NPU injection bandwidth and, per engine and per figure
-    (``model``: the MILP's cost model; ``sim``: the replay), the least HBM bandwidth that drives it."""
+    """One network of the HBM sweep: its per-NPU injection bandwidth, the all-reduce's time on the ideal
+    endpoint (s) and, per engine (baseline, ace), the least HBM bandwidth that drives it (bytes/s)."""
 
     npus: int
     net_scale: float
     network_bandwidth: float
-    needed: dict[str, dict[str, float]]   # figure -> engine -> bytes/s
-    ideal_time: dict[str, float]           # figure -> seconds of the all-reduce on the ideal endpoint
+    ideal_time_s: float
+    needed: dict[str, float]
 
-    def reduction(self, figure: str) -> float:
-        n = self.needed[figure]
-        return n["baseline"] / n["ace"] if n["ace"] > 0 else math.nan
+    @property
+    def reduction(self) -> float:
+        return self.needed["baseline"] / self.needed["ace"] if self.needed["ace"] > 0 else math.nan
 
 
 def hbm_point(problems: dict[str, Problem], npus: int, net_scale: float) -> HbmPoint:
     """The least HBM bandwidth for the baseline and ACE micro benchmarks (``problems`` by engine:
-    baseline, ace, ideal) on the network scaled by ``net_scale``, by both figures."""
+    baseline, ace, ideal) on the network scaled by ``net_scale``."""
     scaled = {k: scale_network(p, net_scale) for k, p in problems.items()}
     ideal = scaled["ideal"]
-    needed: dict[str, dict[str, float]] = {}
-    ideal_time: dict[str, float] = {}
-    for figure, fn in (("model", model_time), ("sim", sim_time)):
-        t_ideal = fn(*with_comm_hbm(ideal, 0.0))
-        ideal_time[figure] = t_ideal
-        needed[figure] = {}
-        for eng in ("baseline", "ace"):
-            p = scaled[eng]
-            needed[figure][eng] = least_bandwidth(lambda b, p=p, fn=fn: fn(*with_comm_hbm(p, b)), t_ideal / DRIVE)
-    return HbmPoint(npus, net_scale, sum(d.bandwidth for d in ideal.topology.dims),
-                    needed, ideal_time)
+    t_ideal = sim_time(*with_comm_hbm(ideal, 0.0))
+    needed = {eng: least_bandwidth(lambda b, p=scaled[eng]: sim_time(*with_comm_hbm(p, b)), t_ideal / DRIVE)
+              for eng in ("baseline", "ace")}
+    return HbmPoint(npus, net_scale, sum(d.bandwidth for d in ideal.topology.dims), t_ideal, needed)
 
 
 # ---------------------------------------------------------------- aggregates

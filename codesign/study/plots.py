@@ -1,11 +1,13 @@
 """The ACE study's pictures (matplotlib, Agg: no display needed).
 
-- ``speedup.png``: ACE's speedup over the best baseline per workload and network size (bars: the
-  replay; dots: the MILP; dashed: the paper's average).
+- ``speedup.png``: ACE's speedup over the best baseline per workload and network size (bars; dashed:
+  the paper's average).
 - ``hbm.png``: HBM bandwidth needed to drive the network versus the network's bandwidth per NPU, for
-  the baseline endpoint and ACE, by the MILP's cost model and by the replay.
+  the baseline endpoint and ACE.
 - ``breakdown.png``: iteration time split into compute and exposed communication for every
-  configuration, per workload and size (top row: the replay; bottom row: the MILP).
+  configuration, per workload and size.
+
+Every time is the simulator's (codesign's answers are simulated periods).
 """
 from __future__ import annotations
 
@@ -33,16 +35,14 @@ def speedup_png(summary: dict[str, Any], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(max(5.0, 2.2 * len(wls)), 3.6))
     width = 0.8 / max(1, len(sizes))
     for j, n in enumerate(sizes):
-        xs, sim, milp = [], [], []
+        xs, ys = [], []
         for i, w in enumerate(wls):
             c = next((c for c in comps if c["workload"] == w and c["npus"] == n), None)
             if c is None:
                 continue
             xs.append(i - 0.4 + width * (j + 0.5))
-            sim.append(c["sim_speedup"])
-            milp.append(c["milp_speedup"])
-        ax.bar(xs, sim, width * 0.9, color=SIZE_COLORS[j % len(SIZE_COLORS)], label=f"{n} NPUs (replay)")
-        ax.plot(xs, milp, "k.", ms=6, label="MILP" if j == 0 else None)
+            ys.append(c["speedup"])
+        ax.bar(xs, ys, width * 0.9, color=SIZE_COLORS[j % len(SIZE_COLORS)], label=f"{n} NPUs")
     for i, w in enumerate(wls):
         p = (summary["paper"]["workloads"].get(w) or {}).get("speedup_avg")
         if p:
@@ -51,7 +51,7 @@ def speedup_png(summary: dict[str, Any], path: Path) -> Path:
     ax.axhline(1.0, color="#999999", lw=0.8)
     ax.set_xticks(range(len(wls)), [WORKLOAD_LABELS.get(w, w) for w in wls])
     ax.set_ylabel("speedup of ACE over the best baseline")
-    ax.set_ylim(0.9, max([1.6] + [c["sim_speedup"] * 1.05 for c in comps] + [c["milp_speedup"] * 1.05 for c in comps]))
+    ax.set_ylim(0.9, max([1.6] + [c["speedup"] * 1.05 for c in comps]))
     ax.legend(fontsize=7, ncol=2, loc="upper right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -64,17 +64,15 @@ def hbm_png(hbm: Sequence[dict[str, Any]], path: Path, hbm_of_npu: float = 900e9
     rows = [h for h in hbm if not h["error"]]
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     for eng, label in (("baseline", "baseline endpoint"), ("ace", "ACE")):
-        for fig_name, style, what in (("milp", "-", "MILP cost model"), ("sim", "--", "replay")):
-            pts: dict[float, list[float]] = {}
-            for h in rows:
-                pts.setdefault(h["network_bandwidth"], []).append(h[f"{fig_name}_{eng}_hbm"])
-            xs = sorted(pts)
-            ys = [sum(pts[x]) / len(pts[x]) for x in xs]  # the sizes nearly coincide: their mean
-            ax.plot([x / 1e9 for x in xs], [y / 1e9 for y in ys], style, marker="o", ms=4,
-                    color=ENGINE_COLORS[eng], label=f"{label} ({what})")
-            for h in rows:  # every size, as small dots
-                ax.plot(h["network_bandwidth"] / 1e9, h[f"{fig_name}_{eng}_hbm"] / 1e9, ".", color=ENGINE_COLORS[eng],
-                        ms=2)
+        pts: dict[float, list[float]] = {}
+        for h in rows:
+            pts.setdefault(h["network_bandwidth"], []).append(h[f"{eng}_hbm"])
+        xs = sorted(pts)
+        ys = [sum(pts[x]) / len(pts[x]) for x in xs]  # the sizes nearly coincide: their mean
+        ax.plot([x / 1e9 for x in xs], [y / 1e9 for y in ys], "-", marker="o", ms=4, color=ENGINE_COLORS[eng],
+                label=label)
+        for h in rows:  # every size, as small dots
+            ax.plot(h["network_bandwidth"] / 1e9, h[f"{eng}_hbm"] / 1e9, ".", color=ENGINE_COLORS[eng], ms=2)
     ax.axhline(hbm_of_npu / 1e9, color="#999999", lw=0.8, ls=":")
     ax.text(ax.get_xlim()[0], hbm_of_npu / 1e9, " the NPU's whole HBM (V100: 900 GB/s)", fontsize=7, va="bottom")
     ax.set_xlabel("network bandwidth per NPU, all dimensions (GB/s per direction)")
@@ -92,30 +90,29 @@ def breakdown_png(cases: Sequence[dict[str, Any]], path: Path) -> Path:
     rows = [r for r in cases if r["group"] == "study" and not r["error"]]
     wls = list(dict.fromkeys(r["workload"] for r in rows))
     configs = [c for c in CONFIGS if any(r["config"] == c for r in rows)]
-    fig, axes = plt.subplots(2, max(1, len(wls)), figsize=(4.2 * max(1, len(wls)), 6.0), squeeze=False)
+    fig, axes = plt.subplots(1, max(1, len(wls)), figsize=(4.2 * max(1, len(wls)), 3.4), squeeze=False)
     for col, w in enumerate(wls):
         sizes = sorted({r["npus"] for r in rows if r["workload"] == w})
-        for row, fig_name in enumerate(("sim", "milp")):
-            ax = axes[row][col]
-            x = 0.0
-            ticks = []
-            for n in sizes:
-                for k, cfg in enumerate(configs):
-                    r = next((r for r in rows if r["workload"] == w and r["npus"] == n and r["config"] == cfg), None)
-                    if r is None:
-                        continue
-                    comp = r[f"{fig_name}_compute_s"] * 1e3
-                    exp = r[f"{fig_name}_exposed_s"] * 1e3
-                    ax.bar(x, comp, 0.8, color="#4C72B0", label="compute" if (x == 0) else None)
-                    ax.bar(x, exp, 0.8, bottom=comp, color="#C44E52", label="exposed communication" if x == 0 else None)
-                    x += 1
-                ticks.append((x - len(configs) / 2 - 0.5, f"{n}"))
+        ax = axes[0][col]
+        x = 0.0
+        ticks = []
+        for n in sizes:
+            for cfg in configs:
+                r = next((r for r in rows if r["workload"] == w and r["npus"] == n and r["config"] == cfg), None)
+                if r is None:
+                    continue
+                comp = r["compute_time_s"] * 1e3
+                exp = r["exposed_comm_s"] * 1e3
+                ax.bar(x, comp, 0.8, color="#4C72B0", label="compute" if x == 0 else None)
+                ax.bar(x, exp, 0.8, bottom=comp, color="#C44E52", label="exposed communication" if x == 0 else None)
                 x += 1
-            ax.set_xticks([t for t, _ in ticks], [f"{lab} NPUs" for _, lab in ticks], fontsize=7)
-            ax.set_title(f"{WORKLOAD_LABELS.get(w, w)}: {'replay' if fig_name == 'sim' else 'MILP'}", fontsize=9)
-            ax.set_ylabel("iteration time (ms)", fontsize=8)
-            if row == 0 and col == 0:
-                ax.legend(fontsize=7, loc="upper left")
+            ticks.append((x - len(configs) / 2 - 0.5, f"{n}"))
+            x += 1
+        ax.set_xticks([t for t, _ in ticks], [f"{lab} NPUs" for _, lab in ticks], fontsize=7)
+        ax.set_title(WORKLOAD_LABELS.get(w, w), fontsize=9)
+        ax.set_ylabel("iteration time (ms)", fontsize=8)
+        if col == 0:
+            ax.legend(fontsize=7, loc="upper left")
     fig.text(0.5, 0.005, "bars in each group, left to right: " + ", ".join(configs), ha="center", fontsize=7)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path, dpi=110)

@@ -1,6 +1,7 @@
 """The ACE study's reports: the table beside the paper's numbers, the per-case tables, and the files
-(CSV of every case, the HBM sweep, the comparisons, summary.json, table.md). Times in the tables are
-milliseconds, bandwidths GB/s (1e9 bytes/s); the files keep SI units.
+(comparisons.csv, summary.json, table.md; ``run_study`` itself writes cases.csv and hbm.csv). Every time
+is the simulator's. Times in the tables are milliseconds, bandwidths GB/s (1e9 bytes/s); the files keep
+SI units.
 """
 from __future__ import annotations
 
@@ -11,15 +12,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .cases import CONFIGS, WORKLOAD_LABELS
-
-CASE_COLUMNS = ("key", "group", "workload", "npus", "shape", "config", "engine", "latency_s", "status", "gap",
-                "milp_s", "sim_s", "sim_vs_milp", "lower_bound_s", "milp_compute_s", "milp_exposed_s", "sim_compute_s",
-                "sim_exposed_s", "milp_net_busy_s", "sim_net_busy_s", "wire_bytes", "peak_network_bandwidth",
-                "milp_utilization", "sim_utilization", "comm_cores", "comm_hbm_share", "sram_bytes", "alu_bytes_per_s",
-                "dma_bytes_per_s", "area_mm2", "solve_s", "wall_s", "file", "finding", "error")
-HBM_COLUMNS = ("npus", "shape", "net_scale", "network_bandwidth", "milp_ideal_allreduce_s", "milp_baseline_hbm",
-               "milp_ace_hbm", "milp_reduction", "sim_ideal_allreduce_s", "sim_baseline_hbm", "sim_ace_hbm",
-               "sim_reduction", "wall_s", "error")
 
 
 def _x(v: float | None, digits: int = 2) -> str:
@@ -32,36 +24,30 @@ def _pair(avg: float | None, mx: float | None, digits: int = 2) -> str:
 
 def headline_table(summary: dict[str, Any]) -> str:
     """Our numbers beside the paper's (markdown)."""
-    head = summary["headline_figure"]
-    other = "milp" if head == "simulator" else "sim"
     paper = summary["paper"]
-    cols = ("simulator" if head == "simulator" else "MILP") + " (headline)", "MILP" if other == "milp" else "simulator"
-    lines = [f"| metric | paper | ours: {cols[0]} | ours: {cols[1]} |", "|---|---|---|---|"]
+    lines = ["| metric | paper | ours |", "|---|---|---|"]
     for w, d in summary["workloads"].items():
         p = paper["workloads"].get(w, {})
         lines.append(f"| {WORKLOAD_LABELS.get(w, w)} speedup over the best baseline, avg (max) over sizes | "
-                     f"{_pair(p.get('speedup_avg'), p.get('speedup_max'))} | {_pair(d['speedup_avg'], d['speedup_max'])} | "
-                     f"{_pair(d[other]['speedup_avg'], d[other]['speedup_max'])} |")
-    o = summary[other]
+                     f"{_pair(p.get('speedup_avg'), p.get('speedup_max'))} "
+                     f"| {_pair(d['speedup_avg'], d['speedup_max'])} |")
     lines.append(f"| HBM bandwidth to drive the same network bandwidth, baseline / ACE, avg | "
-                 f"{paper['hbm_reduction_avg']:.1f} | {_x(summary['hbm_reduction_avg'])} | {_x(o['hbm_reduction_avg'])} |")
+                 f"{paper['hbm_reduction_avg']:.1f} | {_x(summary['hbm_reduction_avg'])} |")
     lines.append(f"| effective network-bandwidth utilization, ACE / best baseline, avg (max) | "
                  f"{_pair(paper['utilization_gain_avg'], paper['utilization_gain_max'])} | "
-                 f"{_pair(summary['utilization_gain_avg'], summary['utilization_gain_max'])} | "
-                 f"{_pair(o['utilization_gain_avg'], o['utilization_gain_max'])} |")
+                 f"{_pair(summary['utilization_gain_avg'], summary['utilization_gain_max'])} |")
     return "\n".join(lines)
 
 
 def _ms(v: float | None) -> str:
-    return "n/a" if v is None else f"{v * 1e3:.3f}"
+    return "n/a" if v is None else f"{v * 1e3:.4g}"
 
 
 def case_table(summary: dict[str, Any], group: str = "study") -> str:
-    """Per workload and size: best baseline, ACE, ideal, speedup and utilization gain by both figures, and
-    the largest difference between MILP and replay among the case's configurations."""
-    header = ("| workload | NPUs | best baseline: MILP / sim | its time (ms): MILP / sim | MILP's split | ACE design "
-              "| ACE (ms): MILP / sim | ideal (ms): sim | speedup: MILP / sim | utilization gain: MILP / sim "
-              "| largest sim vs MILP |")
+    """Per workload and size: the best baseline and its split, ACE and its design, the ideal endpoint, the
+    speedup, the utilization of the network by the best baseline and by ACE, and their ratio."""
+    header = ("| workload | NPUs | best baseline | its split | its time (ms) | ACE design | ACE (ms) | ideal (ms) "
+              "| speedup | utilization: best baseline / ACE | utilization gain |")
     lines = [header, "|---" * 11 + "|"]
     for c in summary["comparisons"]:
         if c["group"] != group:
@@ -71,27 +57,23 @@ def case_table(summary: dict[str, Any], group: str = "study") -> str:
             continue
         lines.append(
             f"| {WORKLOAD_LABELS.get(c['workload'], c['workload'])} | {c['npus']} ({c['shape']}) "
-            f"| {c['milp_best_baseline']} / {c['sim_best_baseline']} | {_ms(c['milp_baseline_s'])} / {_ms(c['sim_baseline_s'])} "
-            f"| {c['baseline_design']} | {c['ace_design']} | {_ms(c['milp_ace_s'])} / {_ms(c['sim_ace_s'])} "
-            f"| {_ms(c['sim_ideal_s'])} | {_x(c['milp_speedup'], 3)} / {_x(c['sim_speedup'], 3)} "
-            f"| {_x(c['milp_utilization_gain'], 3)} / {_x(c['sim_utilization_gain'], 3)} "
-            f"| {100 * c['worst_sim_vs_milp']:+.1f}% ({c['worst_sim_vs_milp_config']}) |")
+            f"| {c['best_baseline']} "
+            f"| {c['baseline_design']} | {_ms(c['baseline_s'])} | {c['ace_design']} | {_ms(c['ace_s'])} "
+            f"| {_ms(c['ideal_s'])} | {_x(c['speedup'], 3)} "
+            f"| {_x(c['utilization_baseline'], 3)} / {_x(c['utilization_ace'], 3)} | {_x(c['utilization_gain'], 3)} |")
     return "\n".join(lines)
 
 
 def hbm_table(summary: dict[str, Any]) -> str:
-    header = ("| NPUs | network per NPU (GB/s) | baseline needs (GB/s): MILP / sim | ACE needs (GB/s): MILP / sim "
-              "| reduction: MILP / sim |")
-    lines = [header, "|---" * 5 + "|"]
+    lines = ["| NPUs | network per NPU (GB/s) | baseline needs (GB/s) | ACE needs (GB/s) | reduction |",
+             "|---" * 5 + "|"]
     for h in summary["hbm"]:
         if h["error"]:
             lines.append(f"| {h['npus']} | x{h['net_scale']:g}: {h['error']} | | | |")
             continue
         g = 1e9
-        lines.append(f"| {h['npus']} ({h['shape']}) | {h['network_bandwidth'] / g:.0f} "
-                     f"| {h['milp_baseline_hbm'] / g:.0f} / {h['sim_baseline_hbm'] / g:.0f} "
-                     f"| {h['milp_ace_hbm'] / g:.0f} / {h['sim_ace_hbm'] / g:.0f} "
-                     f"| {_x(h['milp_reduction'])} / {_x(h['sim_reduction'])} |")
+        lines.append(f"| {h['npus']} ({h['shape']}) | {h['network_bandwidth'] / g:.0f} | {h['baseline_hbm'] / g:.0f} "
+                     f"| {h['ace_hbm'] / g:.0f} | {_x(h['reduction'])} |")
     return "\n".join(lines)
 
 
@@ -101,43 +83,37 @@ def latency_table(summary: dict[str, Any]) -> str:
         return ""
     wls = list(dict.fromkeys(r["workload"] for r in rows))
     lats = sorted({r["latency_s"] for r in rows})
-    lines = ["| link latency | " + " | ".join(f"{WORKLOAD_LABELS.get(w, w)} speedup: sim (MILP)" for w in wls) + " |",
-             "|---|" + "---|" * len(wls)]
+    lines = ["| link latency | " + " | ".join(f"{WORKLOAD_LABELS.get(w, w)} speedup (utilization gain)" for w in wls)
+             + " |", "|---|" + "---|" * len(wls)]
     for lat in lats:
         cells = []
         for w in wls:
             r = next((r for r in rows if r["workload"] == w and r["latency_s"] == lat), None)
-            cells.append("n/a" if r is None else f"{_x(r['sim_speedup'], 3)} ({_x(r['milp_speedup'], 3)})")
+            cells.append("n/a" if r is None else f"{_x(r['speedup'], 3)} ({_x(r['utilization_gain'], 3)})")
         lines.append(f"| {lat * 1e9:g} ns | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def report_text(summary: dict[str, Any]) -> str:
     """Everything a reader needs, in markdown: the headline table and the tables behind it."""
-    head = summary["headline_figure"]
-    intro = (f"ACE study reproduced with codesign: {summary.get('cases_run', '?')} cases in "
-             f"{summary.get('wall_s', float('nan')):.0f} s on {summary.get('workers', '?')} worker(s). Headline: the "
-             f"{'simulator replay of the MILP designs' if head == 'simulator' else 'MILP'}; the other figure beside it.")
+    intro = (f"ACE study reproduced with codesign: {summary.get('cases_run', '?')} cases, every time the simulated "
+             f"period of the design codesign chose. This run solved {summary.get('solved', '?')} case(s) and HBM "
+             f"points in {summary.get('wall_s', float('nan')):.0f} s on {summary.get('where', '?')}"
+             + (f" and read {summary['reused']} back from earlier runs" if summary.get("reused") else "") + ".")
     hbm = ("HBM bandwidth needed to drive the network (one 64 MiB all-reduce, 95% of the ideal endpoint's "
-           "throughput):")
-    parts = [intro, "", headline_table(summary), "", "Per case (network link latency 1 ns):", "", case_table(summary),
-             "", hbm, "", hbm_table(summary)]
+           "throughput, in the simulator):")
+    parts = [intro, "", headline_table(summary), "", "Per case (network link latency 1 ns):", "", case_table(summary)]
+    if summary["hbm"]:
+        parts += ["", hbm, "", hbm_table(summary)]
     lat = latency_table(summary)
     if lat:
         parts += ["", "Sensitivity to the link latency (64 NPUs):", "", lat]
+    if summary.get("not_optimal"):
+        parts += ["", "NOT PROVEN OPTIMAL (time limit): " + ", ".join(summary["not_optimal"])]
     if summary.get("failed"):
         parts += ["", "FAILED: " + ", ".join(summary["failed"])]
     parts += ["", "Configurations: " + "; ".join(f"{k}: {v}" for k, v in CONFIGS.items()) + "."]
     return "\n".join(parts)
-
-
-def _write_csv(path: Path, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> Path:
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(columns), extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
-    return path
 
 
 def _clean(x: Any) -> Any:
@@ -155,14 +131,14 @@ def json_document(summary: dict[str, Any], cases: Sequence[dict[str, Any]]) -> d
     return _clean({**summary, "cases": list(cases)})
 
 
-def write_files(out: Path, summary: dict[str, Any], cases: Sequence[dict[str, Any]],
-                hbm: Sequence[dict[str, Any]]) -> list[Path]:
-    """cases.csv (every case), comparisons.csv, hbm.csv, summary.json, table.md under ``out``."""
+def write_files(out: Path, summary: dict[str, Any], cases: Sequence[dict[str, Any]]) -> list[Path]:
+    """comparisons.csv, summary.json and table.md under ``out`` (beside run_study's cases.csv and hbm.csv)."""
     out.mkdir(parents=True, exist_ok=True)
     comps = summary["comparisons"]
-    ccols = list(dict.fromkeys(k for c in comps for k in c))
-    paths = [_write_csv(out / "cases.csv", cases, CASE_COLUMNS), _write_csv(out / "comparisons.csv", comps, ccols),
-             _write_csv(out / "hbm.csv", hbm, HBM_COLUMNS)]
+    with (out / "comparisons.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for c in comps for k in c)))
+        w.writeheader()
+        w.writerows({k: ("" if v is None else v) for k, v in c.items()} for c in comps)
     (out / "summary.json").write_text(json.dumps(json_document(summary, cases), indent=1))
     (out / "table.md").write_text(report_text(summary) + "\n")
-    return paths + [out / "summary.json", out / "table.md"]
+    return [out / "comparisons.csv", out / "summary.json", out / "table.md"]

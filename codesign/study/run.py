@@ -1,35 +1,44 @@
-"""Reproduce the ACE study (docs/paper.md) with codesign: every case solved by the MILP and replayed.
+"""Reproduce the ACE study (docs/paper.md) with codesign: every case solved, the HBM sweep replayed.
 
     python -m codesign.study --generate         # (re)write problems/paper/ from study/cases.py
     codesign reproduce [--json] [--out DIR]     # run the study (codesign/cli/study.py)
 
     from codesign.study.run import run_study
-    study = run_study(workers=2)
+    study = run_study(workers=2, out="out/ace_study")
     print(study.summary["workloads"]["resnet50"]["speedup_avg"])
 
 Each case (a problem file under problems/paper/, built by ``study.cases``) is solved with
-``codesign.solve`` and replayed with ``codesign.pipeline.validation.validate``; the HBM-bandwidth sweep runs a
-micro benchmark per network size and bandwidth (``study.metrics``). Cases run in a local process
-pool, one solve per process at a time (HiGHS through Pyomo must not share a process). The summary's
-headline figures come from the simulator's replay of the MILP's designs; the MILP's own figures sit
-beside them under ``milp``. Times in seconds, bandwidths in bytes/s.
+``codesign.solve``, whose answer is the simulated period of the best design; the HBM-bandwidth sweep
+replays a micro benchmark per network size and bandwidth (``study.metrics``). The problems are loaded
+here and sent as data to the sweep's runners (``codesign.explore.executors``): a local process pool
+that restarts when a worker dies, Dask (a LocalCluster or a scheduler address), or this process. With
+``out``, every finished case is appended to ``cases.csv`` (the HBM sweep to ``hbm.csv``) there as it
+finishes, through the sweep's results file (``codesign.explore.results``), so a study killed at any
+moment resumes where it stopped: a rerun solves only what is missing from those files, failed, or
+whose problem has changed since (a row carries a digest of its problem's content and the solve options).
+Times in seconds, bandwidths in bytes/s.
 """
 from __future__ import annotations
 
 import argparse
-import math
+import csv
+import hashlib
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..errors import SpecError
-from .cases import (BASELINES, HBM_ENGINES, HBM_NET_SCALES, SENSITIVITY_NPUS, SHAPES, WORKLOADS, Case, HbmCase,
-                    generate, hbm_cases, study_cases)
-from .metrics import (busy_time, hbm_point, maximum, mean, milp_comm_intervals, network_load, sim_comm_intervals,
-                      utilization)
+from ..errors import InfeasibleError, SpecError
+from ..explore.executors import make_runner
+from ..explore.results import ResultsFile, cell
+from ..explore.sweep import Progress, point_key
+from ..problem.model import Problem
+from .cases import BASELINES, HBM_ENGINES, HBM_NET_SCALES, SENSITIVITY_NPUS, SHAPES, WORKLOADS, Case, HbmCase, \
+    generate, hbm_cases, study_cases
+from .metrics import busy_time, comm_intervals, hbm_point, maximum, mean, network_load, utilization
 
 #: The paper's numbers (docs/paper.md, from the abstract of Rashidi et al., ISCA 2021).
 PAPER = {
@@ -38,8 +47,21 @@ PAPER = {
                   "dlrm": {"speedup_avg": 1.13, "speedup_max": 1.19}},
     "hbm_reduction_avg": 3.5, "utilization_gain_avg": 1.44, "utilization_gain_max": 2.67,
 }
-HEADLINE = "sim"  # which figure the top-level numbers use: the replay ("sim") or the MILP ("milp")
-FIGURES = ("sim", "milp")
+
+#: A case's row (cases.csv), SI units: the case, the solve (``iteration_time_s`` is the simulated period of
+#: the design codesign chose, ``bound_s`` a proven lower bound on every design's), the network's use in
+#: that replay, the design, and the bookkeeping of the run.
+CASE_COLUMNS = ("key", "group", "workload", "npus", "shape", "config", "latency_s", "engine", "status", "gap",
+                "iteration_time_s", "bound_s", "compute_time_s", "exposed_comm_s", "net_busy_s", "wire_bytes",
+                "peak_network_bandwidth", "utilization", "comm_cores", "comm_hbm_share", "sram_bytes",
+                "alu_bytes_per_s", "dma_bytes_per_s", "area_mm2", "power_w", "evaluations", "master_solves",
+                "solve_s", "wall_s", "worker", "file", "digest", "notes", "error")
+#: A row of the HBM sweep (hbm.csv): one network size and link-bandwidth scale.
+HBM_COLUMNS = ("key", "npus", "shape", "net_scale", "network_bandwidth", "ideal_allreduce_s", "baseline_hbm",
+               "ace_hbm", "reduction", "status", "wall_s", "worker", "digest", "error")
+COLUMNS = {"case": CASE_COLUMNS, "hbm": HBM_COLUMNS}
+_INTS = ("npus", "evaluations", "master_solves")
+_TEXT = ("digest", "notes", "error", "shape", "file")
 
 
 def default_problems_dir() -> Path:
@@ -49,107 +71,87 @@ def default_problems_dir() -> Path:
 
 # ---------------------------------------------------------------- the workers' side
 
-def _quiet_worker() -> None:
-    """Pool initializer: the solver's chatter goes to stderr, never into ``--json`` on stdout."""
-    try:
-        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
+@dataclass(frozen=True)
+class StudyTask:
+    """What a worker receives: a case's problem (``kind`` case) or the HBM sweep's three micro benchmarks at
+    one network scale (``kind`` hbm: baseline, ace, ideal), as data; ``key`` names the row."""
+
+    key: str
+    kind: str
+    problems: tuple[Problem, ...]
+    time_limit: float | None = None
+    net_scale: float = 1.0
 
 
-def run_case(problems_dir: str, case: Case, time_limit: float | None = None) -> dict[str, Any]:
-    """Solve and replay one case; return its row (never raises: a failure is a row with ``error``)."""
+_SOLVE_LOCK = threading.Lock()  # one HiGHS solve per process at a time, whatever the worker's thread count
+
+
+def run_case(problem: Problem, time_limit: float | None = None) -> dict[str, Any]:
+    """Solve one case; its row's results (raises on failure)."""
     from ..pipeline.solve import solve
-    from ..pipeline.validation import validate
-    from ..problem.load import load_problem
 
-    t0 = time.perf_counter()
-    row: dict[str, Any] = {"key": case.key, "group": case.group, "workload": case.workload, "npus": case.npus,
-                           "shape": "x".join(map(str, SHAPES[case.npus])), "config": case.config,
-                           "latency_s": case.latency_s, "file": f"problems/paper/{case.file}", "error": ""}
-    try:
-        problem = load_problem(Path(problems_dir) / case.file)
+    with _SOLVE_LOCK:
         sol = solve(problem, time_limit=time_limit)
-        val = validate(problem, sol)
-        load = network_load(problem)
-        sim = val.sim
-        net_milp = busy_time(milp_comm_intervals(sol), sol.iteration_time_s)
-        net_sim = busy_time(sim_comm_intervals(sim), sim.period_s)
-        row.update({
-            "engine": problem.engine.kind, "status": sol.status, "gap": sol.gap, "solve_s": sol.solve_time_s,
-            "milp_s": sol.iteration_time_s, "sim_s": sim.period_s, "sim_vs_milp": val.rel_diff,
-            "lower_bound_s": val.bound.bound_s, "milp_compute_s": sol.compute_time_s,
-            "milp_exposed_s": sol.exposed_comm_s, "sim_compute_s": sim.compute_time_s,
-            "sim_exposed_s": sim.exposed_comm_s, "milp_net_busy_s": net_milp, "sim_net_busy_s": net_sim,
-            "wire_bytes": load.total_bytes, "peak_network_bandwidth": load.peak_bandwidth,
-            "milp_utilization": utilization(load, net_milp), "sim_utilization": utilization(load, net_sim),
-            "comm_cores": sol.design.get("comm_cores"), "comm_hbm_share": sol.design.get("comm_hbm_share"),
-            "sram_bytes": sol.design.get("sram"), "alu_bytes_per_s": sol.design.get("alu"),
-            "dma_bytes_per_s": sol.design.get("dma"), "area_mm2": sol.area_mm2 if problem.engine.kind == "ace" else None,
-            "finding": val.findings[0] if (val.flagged and val.findings) else "",
-        })
-    except Exception as e:  # noqa: BLE001 - one failed case must not end the study; the row says why
-        row["error"] = f"{type(e).__name__}: {e}"
-    row["wall_s"] = time.perf_counter() - t0
-    return row
+    sim = sol.sim  # the replay behind the answer: iteration_time_s is its period
+    load = network_load(problem)
+    busy = busy_time(comm_intervals(sim), sim.period_s)
+    d = sol.design
+    return {"engine": problem.engine.kind, "status": sol.status, "gap": sol.gap,
+            "iteration_time_s": sol.iteration_time_s, "bound_s": sol.bound_s, "compute_time_s": sol.compute_time_s,
+            "exposed_comm_s": sol.exposed_comm_s, "net_busy_s": busy, "wire_bytes": load.total_bytes,
+            "peak_network_bandwidth": load.peak_bandwidth, "utilization": utilization(load, busy),
+            "comm_cores": d.get("comm_cores"), "comm_hbm_share": d.get("comm_hbm_share"), "sram_bytes": d.get("sram"),
+            "alu_bytes_per_s": d.get("alu"), "dma_bytes_per_s": d.get("dma"),
+            "area_mm2": sol.area_mm2 if problem.engine.kind == "ace" else None,
+            "power_w": sol.power_w if problem.engine.kind == "ace" else None,
+            "evaluations": sol.evaluations, "master_solves": sol.master_solves, "solve_s": sol.solve_time_s,
+            "notes": "; ".join(sol.notes)}
 
 
-def run_hbm(problems_dir: str, npus: int, net_scale: float) -> dict[str, Any]:
-    """The HBM sweep at one network size and bandwidth scale, as a row."""
-    from ..problem.load import load_problem
+def run_hbm(problems: Sequence[Problem], net_scale: float) -> dict[str, Any]:
+    """The HBM sweep at one network scale (``problems``: baseline, ace, ideal micro benchmarks), as a row."""
+    pt = hbm_point(dict(zip(HBM_ENGINES, problems)), problems[0].topology.npus, net_scale)
+    return {"network_bandwidth": pt.network_bandwidth, "ideal_allreduce_s": pt.ideal_time_s,
+            "baseline_hbm": pt.needed["baseline"], "ace_hbm": pt.needed["ace"], "reduction": pt.reduction,
+            "status": "done"}
+
+
+def run_task(task: StudyTask) -> dict[str, Any]:
+    """A runner's function (``codesign.explore.executors``): one task's row; never raises (a failure is a
+    row with status ``error`` or ``infeasible`` and its message)."""
+    import socket
 
     t0 = time.perf_counter()
-    row: dict[str, Any] = {"npus": npus, "shape": "x".join(map(str, SHAPES[npus])), "net_scale": net_scale, "error": ""}
+    row: dict[str, Any] = {"status": "error", "error": ""}
     try:
-        problems = {e: load_problem(Path(problems_dir) / HbmCase(npus, e).file) for e in HBM_ENGINES}
-        pt = hbm_point(problems, npus, net_scale)
-        row["network_bandwidth"] = pt.network_bandwidth
-        for fig in ("model", "sim"):
-            name = "milp" if fig == "model" else "sim"
-            row[f"{name}_ideal_allreduce_s"] = pt.ideal_time[fig]
-            row[f"{name}_baseline_hbm"] = pt.needed[fig]["baseline"]
-            row[f"{name}_ace_hbm"] = pt.needed[fig]["ace"]
-            row[f"{name}_reduction"] = pt.reduction(fig)
-    except Exception as e:  # noqa: BLE001
-        row["error"] = f"{type(e).__name__}: {e}"
+        if task.kind == "case":
+            row.update(run_case(task.problems[0], task.time_limit))
+        else:
+            row.update(run_hbm(task.problems, task.net_scale))
+    except InfeasibleError as e:
+        row.update(status="infeasible", error=str(e))
+    except Exception as e:  # noqa: BLE001 - one failed case must not end the study; the row says why
+        row.update(status="error", error=f"{type(e).__name__}: {e}")
+    row["worker"] = f"{socket.gethostname()}:{os.getpid()}"
     row["wall_s"] = time.perf_counter() - t0
     return row
 
 
 # ---------------------------------------------------------------- running
 
-def _failed_row(kind: str, args: tuple, message: str) -> dict[str, Any]:
-    """The row of a job whose worker died before it could report."""
-    if kind == "case":
-        c: Case = args[1]
-        return {"key": c.key, "group": c.group, "workload": c.workload, "npus": c.npus, "config": c.config,
-                "latency_s": c.latency_s, "file": f"problems/paper/{c.file}", "error": message, "wall_s": 0.0}
-    return {"npus": args[1], "shape": "x".join(map(str, SHAPES[args[1]])), "net_scale": args[2], "error": message,
-            "wall_s": 0.0}
-
-
 @dataclass
 class Study:
-    """A finished study: every case's row, the HBM sweep's rows, the summary (``summarize``; its keys are
-    described in docs/reproduce.md) and the wall time (s)."""
+    """A finished study: every case's row, the HBM sweep's rows (in study order), the summary
+    (``summarize``; its keys are described in docs/reproduce.md), the wall time (s) of this run, how many
+    rows it solved and how many it took from ``out``, and where it ran."""
 
     cases: list[dict[str, Any]]
     hbm: list[dict[str, Any]]
     summary: dict[str, Any]
     wall_s: float
-    workers: int
-
-
-def _pool(workers: int) -> Any:
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
-
-    # a fork server that has imported codesign once: workers start fast and never inherit a used HiGHS
-    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-    ctx = mp.get_context(method)
-    if method == "forkserver":
-        ctx.set_forkserver_preload(["codesign.study.run", "codesign.pipeline.solve", "codesign.pipeline.validation"])
-    return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_quiet_worker)
+    solved: int
+    reused: int
+    where: str
 
 
 def _cost(case: Case) -> float:
@@ -158,24 +160,71 @@ def _cost(case: Case) -> float:
     return {"resnet50": 10, "gnmt": 2, "dlrm": 2}.get(case.workload, 1) * (3 if sized else 1)
 
 
-def run_study(*, workloads: Sequence[str] = tuple(WORKLOADS), sizes: Sequence[int] = tuple(SHAPES),
-              latency: bool = True, hbm: bool = True, workers: int | None = None,
-              problems_dir: str | Path | None = None, time_limit: float | None = None,
-              progress: Callable[[int, int, dict[str, Any]], None] | None = None) -> Study:
-    """Run the study (or a reduced one: some ``workloads`` and ``sizes``; ``latency`` adds the link-latency
-    sensitivity at 64 NPUs, ``hbm`` the HBM-bandwidth sweep). ``problems_dir`` holds the case files
-    (default problems/paper/ of the source tree; generated there if missing). ``workers``: processes
-    (default one per core; 1 runs in this process). ``progress(done, total, row)`` after each case."""
-    workloads, sizes = tuple(workloads), tuple(sizes)
+def _digest(problems: Sequence[Problem], *opts: Any) -> str:
+    """A digest of the problems' content (``point_key``: labels and paths left out) and the options: a stored
+    row is reused only when it matches. Prefixed so that no CSV reader takes it for a number."""
+    text = "|".join([*(point_key(p) for p in problems), *map(repr, opts)])
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _typed(row: dict[str, Any], columns: Sequence[str]) -> dict[str, Any]:
+    """A row with exactly ``columns``, as a results file gives it back (whole numbers and text restored),
+    so that a row solved now and one read back from ``out`` are equal."""
+    r = {c: row.get(c) for c in columns}
+    for k in _INTS:
+        if isinstance(r.get(k), float):
+            r[k] = int(r[k])
+    for k in _TEXT:
+        if k in r:
+            r[k] = "" if r[k] is None else str(r[k])
+    return r
+
+
+def _rewrite_sorted(store: ResultsFile, columns: Sequence[str], order: dict[str, int]) -> None:
+    """Rewrite ``store``'s file with ``columns`` and its rows in study order, leaving out rows without a
+    digest (an older study's format); atomically, while the lock is still held."""
+    rows = [_typed(r, columns) for r in store.rows.values() if r.get("digest")]
+    rows.sort(key=lambda r: (order.get(str(r["key"]), len(order)), str(r["key"])))
+    tmp = store.path.with_name(f".{store.path.name}.sorted")
+    with open(tmp, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([cell(r.get(c)) for c in columns])
+    os.replace(tmp, store.path)
+
+
+def _hbm_key(npus: int, net_scale: float) -> str:
+    return f"hbm/n{npus}_x{net_scale:g}"
+
+
+def _check(workloads: tuple[str, ...], sizes: tuple[int, ...]) -> None:
     for w in workloads:
         if w not in WORKLOADS:
             raise SpecError(f"unknown workload {w!r}; expected some of {', '.join(WORKLOADS)}")
     for n in sizes:
         if n not in SHAPES:
             raise SpecError(f"unknown network size {n}; expected some of {', '.join(map(str, SHAPES))}")
+
+
+def run_study(*, workloads: Sequence[str] = tuple(WORKLOADS), sizes: Sequence[int] = tuple(SHAPES),
+              latency: bool = True, hbm: bool = True, executor: Any = None, workers: int | None = None,
+              out: str | Path | None = None, problems_dir: str | Path | None = None,
+              time_limit: float | None = None, progress: Callable[[Progress], None] | None = None) -> Study:
+    """Run the study (or a reduced one: some ``workloads`` and ``sizes``; ``latency`` adds the link-latency
+    sensitivity at 64 NPUs, ``hbm`` the HBM-bandwidth sweep). ``problems_dir`` holds the case files
+    (default problems/paper/ of the source tree; generated there if missing). ``executor`` and ``workers``
+    as for ``codesign.sweep``: None (a local pool of ``workers`` processes, default one per core),
+    ``"serial"`` (this process), ``"dask"`` (a LocalCluster), a scheduler address or a Client. ``out``: the
+    directory whose ``cases.csv`` and ``hbm.csv`` record every finished row and make a rerun resume.
+    ``progress(Progress)`` once before the first solve (``row`` None), then after each."""
+    from ..problem.load import load_problem
+
+    workloads, sizes = tuple(workloads), tuple(sizes)
+    _check(workloads, sizes)
     pdir = Path(problems_dir) if problems_dir is not None else default_problems_dir()
     cases = study_cases(workloads, sizes, latency)
-    hcases = [(n, s) for n in sizes for s in HBM_NET_SCALES] if hbm else []
+    hpoints = [(n, s) for n in sizes for s in HBM_NET_SCALES] if hbm else []
     missing = [c.file for c in cases if not (pdir / c.file).exists()]
     missing += [h.file for h in hbm_cases(sizes) if hbm and not (pdir / h.file).exists()]
     if missing:
@@ -183,53 +232,84 @@ def run_study(*, workloads: Sequence[str] = tuple(WORKLOADS), sizes: Sequence[in
             raise SpecError(f"{pdir}: {len(missing)} case file(s) missing (e.g. {missing[0]}) and no "
                             f"{pdir.parent / 'workloads'} to generate them beside; run from the source tree")
         generate(pdir, workloads=workloads, sizes=sizes, latency=latency)
-    n = workers or os.cpu_count() or 1
+
+    # every task, with the columns that name its row and the digest that says whether a stored row still holds
+    tasks: list[StudyTask] = []
+    named: dict[str, dict[str, Any]] = {}
+    for c in sorted(cases, key=_cost, reverse=True):
+        p = load_problem(pdir / c.file)
+        tasks.append(StudyTask(c.key, "case", (p,), time_limit))
+        named[c.key] = {"key": c.key, "group": c.group, "workload": c.workload, "npus": c.npus,
+                        "shape": "x".join(map(str, SHAPES[c.npus])), "config": c.config, "latency_s": c.latency_s,
+                        "file": f"problems/paper/{c.file}" if problems_dir is None else str(pdir / c.file),
+                        "digest": _digest((p,), time_limit)}
+    hbm_problems = {n: tuple(load_problem(pdir / HbmCase(n, e).file) for e in HBM_ENGINES)
+                    for n in (sizes if hbm else ())}
+    for n, s in hpoints:
+        key = _hbm_key(n, s)
+        tasks.append(StudyTask(key, "hbm", hbm_problems[n], None, s))
+        named[key] = {"key": key, "npus": n, "shape": "x".join(map(str, SHAPES[n])), "net_scale": s,
+                      "digest": _digest(hbm_problems[n], s)}
+
+    out_dir = Path(out) if out is not None else None
+    stores: dict[str, ResultsFile] = {}
     t0 = time.perf_counter()
-    rows: list[dict[str, Any]] = []
-    hrows: list[dict[str, Any]] = []
-    total = len(cases) + len(hcases)
-    jobs: list[tuple[str, Callable[..., dict[str, Any]], tuple]] = [
-        ("case", run_case, (str(pdir), c, time_limit)) for c in sorted(cases, key=_cost, reverse=True)]
-    jobs += [("hbm", run_hbm, (str(pdir), nn, s)) for nn, s in hcases]
-
-    def record(kind: str, row: dict[str, Any]) -> None:
-        (rows if kind == "case" else hrows).append(row)
+    try:
+        if out_dir is not None:
+            stores["case"] = ResultsFile(out_dir / "cases.csv", CASE_COLUMNS)
+            if hbm:
+                stores["hbm"] = ResultsFile(out_dir / "hbm.csv", HBM_COLUMNS)
+        rows: dict[str, dict[str, Any]] = {}
+        for t in tasks:  # a stored row counts if it is this task's, unchanged, and did not fail
+            old = stores[t.kind].rows.get(t.key) if t.kind in stores else None
+            if old is not None and old.get("digest") == named[t.key]["digest"] and not old.get("error"):
+                rows[t.key] = _typed(old, COLUMNS[t.kind])
+        todo = [t for t in tasks if t.key not in rows]
+        state = Progress(0, len(todo), len(rows), 0, 0.0)
+        where = "nothing to solve"
         if progress:
-            progress(len(rows) + len(hrows), total, row)
-
-    if n == 1:
-        for kind, fn, args in jobs:
-            record(kind, fn(*args))
-    else:
-        from concurrent.futures import as_completed
-        ex = _pool(min(n, total) or 1)
-        try:
-            futures = {ex.submit(fn, *args): (kind, args) for kind, fn, args in jobs}
-            for f in as_completed(futures):
-                kind, args = futures[f]
-                try:
-                    row = f.result()
-                except Exception as e:  # noqa: BLE001 - e.g. a worker killed by a crash in the solver
-                    row = _failed_row(kind, args, f"{type(e).__name__}: {e}")
-                record(kind, row)
-        finally:
-            ex.shutdown(wait=True, cancel_futures=True)
-    order = {c.key: i for i, c in enumerate(cases)}
-    rows.sort(key=lambda r: order[r["key"]])
-    hrows.sort(key=lambda r: (r["npus"], r["net_scale"]))
+            progress(state)
+        if todo:
+            runner = make_runner(executor, workers, todo, fn=run_task)
+            where = runner.description
+            try:
+                for task, row in runner.run(todo):
+                    full = {**named[task.key], **row}
+                    if task.kind in stores:
+                        stores[task.kind].append(full)
+                    rows[task.key] = _typed(full, COLUMNS[task.kind])
+                    state.done += 1
+                    state.failed += bool(full.get("error"))
+                    state.elapsed_s, state.row = time.perf_counter() - t0, rows[task.key]
+                    if progress:
+                        progress(state)
+            finally:
+                runner.close()
+        everything = [c.key for c in study_cases()] + [_hbm_key(n, s) for n in SHAPES for s in HBM_NET_SCALES]
+        order = {k: i for i, k in enumerate(everything)}
+        for kind, store in stores.items():
+            _rewrite_sorted(store, COLUMNS[kind], order)
+    finally:
+        for store in stores.values():
+            store.close()
+    crows = [rows[c.key] for c in cases]
+    hrows = [rows[_hbm_key(n, s)] for n, s in hpoints]
     wall = time.perf_counter() - t0
-    summary = summarize(rows, hrows)
-    summary["wall_s"] = wall
-    summary["workers"] = n
-    summary["cases_run"] = len(rows)
-    return Study(rows, hrows, summary, wall, n)
+    summary = summarize(crows, hrows)
+    summary.update(wall_s=wall, where=where, solved=len(todo), reused=len(tasks) - len(todo), cases_run=len(crows),
+                   task_time_s=sum(r.get("wall_s") or 0.0 for r in rows.values()))
+    return Study(crows, hrows, summary, wall, len(todo), len(tasks) - len(todo), where)
 
 
 # ---------------------------------------------------------------- the summary
 
+def _split(r: dict[str, Any]) -> str:
+    return f"{r['comm_cores']:g} cores, {r['comm_hbm_share']:.0%} HBM" if r.get("comm_cores") is not None else ""
+
+
 def compare(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One comparison per (group, workload, size, latency): the best baseline by each figure, ACE, the
-    ideal endpoint, the speedup and the utilization gain by each figure."""
+    """One comparison per (group, workload, size, latency): the best baseline (the fastest baseline
+    configuration), ACE, the ideal endpoint, the speedup and the utilization gain."""
     groups: dict[tuple, dict[str, dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["group"], r["workload"], r["npus"], r["latency_s"]), {})[r["config"]] = r
@@ -240,68 +320,48 @@ def compare(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         ace = by.get("ace")
         ok = [by[b] for b in BASELINES if b in by and not by[b]["error"]]
         if ace is None or ace["error"] or not ok:
-            c["error"] = "missing or failed: " + ", ".join(k for k in ("ace", *BASELINES) if k not in by or by[k]["error"])
+            bad = [k for k in ("ace", *BASELINES) if k not in by or by[k]["error"]]
+            c["error"] = "missing or failed: " + ", ".join(bad)
             out.append(c)
             continue
-        for fig in FIGURES:
-            best = min(ok, key=lambda r: r[f"{fig}_s"])
-            c[f"{fig}_best_baseline"] = best["config"]
-            c[f"{fig}_baseline_s"] = best[f"{fig}_s"]
-            c[f"{fig}_ace_s"] = ace[f"{fig}_s"]
-            c[f"{fig}_speedup"] = best[f"{fig}_s"] / ace[f"{fig}_s"]
-            c[f"{fig}_utilization_baseline"] = best[f"{fig}_utilization"]
-            c[f"{fig}_utilization_ace"] = ace[f"{fig}_utilization"]
-            c[f"{fig}_utilization_gain"] = (ace[f"{fig}_utilization"] / best[f"{fig}_utilization"]
-                                            if best[f"{fig}_utilization"] > 0 else math.nan)
-            ideal = by.get("ideal")
-            c[f"{fig}_ideal_s"] = ideal[f"{fig}_s"] if ideal and not ideal["error"] else None
-        base = by.get("baseline")
-        c["baseline_design"] = (f"{base['comm_cores']:g} cores, {base['comm_hbm_share']:.0%} HBM"
-                                if base and not base["error"] else "")
-        c["ace_design"] = (f"SRAM {ace['sram_bytes'] / 2**20:g} MiB, ALU {ace['alu_bytes_per_s'] / 1e9:g} GB/s, "
-                           f"DMA {ace['dma_bytes_per_s'] / 1e9:g} GB/s, {ace['area_mm2']:.2g} mm^2")
-        diffs = [(abs(r["sim_vs_milp"]), r["config"], r["sim_vs_milp"]) for r in by.values() if not r["error"]]
-        worst = max(diffs)
-        c["worst_sim_vs_milp"] = worst[2]
-        c["worst_sim_vs_milp_config"] = worst[1]
+        best = min(ok, key=lambda r: r["iteration_time_s"])
+        ideal = by.get("ideal")
+        c.update({
+            "best_baseline": best["config"], "baseline_s": best["iteration_time_s"], "baseline_design": _split(best),
+            "ace_s": ace["iteration_time_s"], "speedup": best["iteration_time_s"] / ace["iteration_time_s"],
+            "utilization_baseline": best["utilization"], "utilization_ace": ace["utilization"],
+            "utilization_gain": ace["utilization"] / best["utilization"] if best["utilization"] > 0 else float("nan"),
+            "ideal_s": ideal["iteration_time_s"] if ideal and not ideal["error"] else None,
+            "ace_design": (f"SRAM {ace['sram_bytes'] / 2**20:g} MiB, ALU {ace['alu_bytes_per_s'] / 1e9:g} GB/s, "
+                           f"DMA {ace['dma_bytes_per_s'] / 1e9:g} GB/s, {ace['area_mm2']:.2g} mm^2"),
+            "not_optimal": ", ".join(k for k, r in by.items() if not r["error"] and r["status"] != "optimal"),
+        })
         out.append(c)
     return out
 
 
 def summarize(rows: Sequence[dict[str, Any]], hrows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The headline numbers (by the HEADLINE figure), the same by the other figure under ``milp``, the
-    paper's beside them, and the comparisons behind them."""
+    """The numbers to set beside the paper's (per workload, the speedup's average and maximum over network
+    sizes; the HBM reduction's average; the utilization gain's average and maximum), the paper's, and the
+    comparisons behind them."""
     comps = compare(rows)
     study = [c for c in comps if c["group"] == "study" and "error" not in c]
-
-    def block(fig: str) -> dict[str, Any]:
-        wl = {}
-        for w in dict.fromkeys(c["workload"] for c in study):
-            sp = [c[f"{fig}_speedup"] for c in study if c["workload"] == w]
-            wl[w] = {"speedup_avg": mean(sp), "speedup_max": maximum(sp),
-                     "sizes": {str(c["npus"]): c[f"{fig}_speedup"] for c in study if c["workload"] == w}}
-        gains = [c[f"{fig}_utilization_gain"] for c in study]
-        red = [h[f"{fig}_reduction"] for h in hrows if not h["error"]]
-        return {"workloads": wl, "hbm_reduction_avg": mean(red), "utilization_gain_avg": mean(gains),
-                "utilization_gain_max": maximum(gains)}
-
-    head = block(HEADLINE)
-    other = "milp" if HEADLINE == "sim" else "sim"
-    out: dict[str, Any] = {"headline_figure": "simulator" if HEADLINE == "sim" else "milp", **head}
-    out[other] = block(other)
-    for w, d in out["workloads"].items():
-        d["paper"] = PAPER["workloads"].get(w)
-        d[other] = {k: out[other]["workloads"][w][k] for k in ("speedup_avg", "speedup_max")}
-    out["paper"] = PAPER
-    out["comparisons"] = comps
-    out["latency_sensitivity"] = [
-        {"workload": c["workload"], "npus": c["npus"], "latency_s": c["latency_s"],
-         "sim_speedup": c.get("sim_speedup"), "milp_speedup": c.get("milp_speedup"),
-         "sim_utilization_gain": c.get("sim_utilization_gain"), "milp_utilization_gain": c.get("milp_utilization_gain")}
-        for c in comps if c["npus"] == SENSITIVITY_NPUS and "error" not in c]
-    out["hbm"] = list(hrows)
-    out["failed"] = [r["key"] for r in rows if r["error"]] + [f"hbm n{h['npus']} x{h['net_scale']}" for h in hrows if h["error"]]
-    return out
+    wl = {}
+    for w in dict.fromkeys(c["workload"] for c in study):
+        sp = [c["speedup"] for c in study if c["workload"] == w]
+        wl[w] = {"speedup_avg": mean(sp), "speedup_max": maximum(sp), "paper": PAPER["workloads"].get(w),
+                 "sizes": {str(c["npus"]): c["speedup"] for c in study if c["workload"] == w}}
+    gains = [c["utilization_gain"] for c in study]
+    return {
+        "workloads": wl, "hbm_reduction_avg": mean([h["reduction"] for h in hrows if not h["error"]]),
+        "utilization_gain_avg": mean(gains), "utilization_gain_max": maximum(gains), "paper": PAPER,
+        "comparisons": comps,
+        "latency_sensitivity": [{k: c.get(k) for k in ("workload", "npus", "latency_s", "speedup", "utilization_gain")}
+                                for c in comps if c["npus"] == SENSITIVITY_NPUS and "error" not in c],
+        "hbm": list(hrows),
+        "failed": [r["key"] for r in rows if r["error"]] + [h["key"] for h in hrows if h["error"]],
+        "not_optimal": [r["key"] for r in rows if not r["error"] and r["status"] != "optimal"],
+    }
 
 
 # ---------------------------------------------------------------- python -m codesign.study --generate
