@@ -17,7 +17,7 @@ README = (ROOT / "README.md").read_text()
 
 def _shown_summary() -> list[str]:
     """The indented block after 'The summary of the main job:'."""
-    head = README.index("The summary of the main job:")
+    head = re.search(r"The summary of\s+the main job:", README).end()
     lines = []
     for line in README[head:].splitlines()[1:]:
         if not line.strip():
