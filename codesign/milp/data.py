@@ -11,12 +11,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..platform.costs import CollectiveDemands, collective_demands, endpoint_rates, phase_resource_times
+from ..platform.costs import (CollectiveDemands, collective_demands, compute_time_terms, endpoint_rates,
+                              phase_resource_times)
 from ..platform.endpoint import Design, Engine
 from ..problem.model import Problem
 from ..schedule.iteration import Iteration, build_iteration
 
 TIME_UNIT = 1e-6  # seconds per model time unit: the MILP's clock runs in microseconds
+#: The longest single task (us) the model takes: with HiGHS's absolute tolerances (about 1e-7 of a
+#: microsecond) and nanosecond latencies beside it, 1e10 us (2.8 hours) already spans 19 orders.
+MAX_TASK_US = 1e10
+#: The largest area (mm^2) or power (W) of an option the model takes (HiGHS refuses matrix entries of
+#: 1e15 and more, and areas of 0.1 mm^2 sit beside them).
+MAX_COST = 1e9
 
 #: Per engine, the resource behind each endpoint time of a phase.
 PHASE_DRIVERS = {"baseline": {"hbm": "comm_hbm_share", "cores": "comm_cores"}, "ace": {"alu": "alu", "dma": "dma"},
@@ -87,6 +94,45 @@ class ModelData:
                     for o, c in enumerate(t.coeffs):
                         tot[o] += chunks * c
         return [Term(r, tuple(v)) for r, v in acc.items()]
+
+
+def check_ranges(md: ModelData, unusable: set[tuple[str, int]] = frozenset()) -> None:
+    """Refuse, naming the key, a problem whose numbers HiGHS cannot hold next to its nanoseconds: a
+    compute task, a chunk-phase's link time or an endpoint term over ``MAX_TASK_US``; an option's area
+    or power over ``MAX_COST`` (unless a budget already rules the option out: ``unusable``)."""
+    from ..errors import SpecError
+    p = md.problem
+    where = {"file": p.path}
+    for r, opts in p.engine.resources.items():
+        for o, opt in enumerate(opts):
+            for what, v, unit in (("area", opt.area_mm2, "mm^2"), ("power", opt.power_w, "W")):
+                if (r, o) not in unusable and not abs(v) <= MAX_COST:
+                    raise SpecError(f"{v:g} {unit} is more than codesign's MILP holds beside its other figures "
+                                    f"(at most {MAX_COST:g} {unit}); a unit missing or wrong?",
+                                    path=f"engine.{r}[{o}].{what}", **where)
+
+    def too_long(us: float) -> bool:
+        return not us <= MAX_TASK_US  # also catches inf and nan
+
+    for j, c in enumerate(md.iteration.computes):
+        t = max(compute_time_terms(c.demand, p.npu, p.npu.cores, p.npu.hbm_bandwidth)) / TIME_UNIT
+        if too_long(t):
+            raise SpecError(f"compute task {c.name} takes {t * TIME_UNIT:.3g} s at the full NPU; codesign holds tasks "
+                            f"up to {MAX_TASK_US * TIME_UNIT:.3g} s (a unit missing or wrong?)", path="workload", **where)
+    for k, dem in enumerate(md.demands):
+        name = md.iteration.comms[k].name
+        for i, link in enumerate(dem.phase_link_s):
+            if too_long(link / TIME_UNIT):
+                d = dem.phase_dims[i]
+                raise SpecError(f"a chunk of {name} takes {link:.3g} s on this dimension's links; codesign holds tasks "
+                                f"up to {MAX_TASK_US * TIME_UNIT:.3g} s (check its bandwidth, latency and the "
+                                "collective's bytes)", path=f"topology.dims[{d}]", **where)
+            for t in md.phase_terms(k, i):
+                for o, us in enumerate(t.coeffs):
+                    if too_long(us):
+                        raise SpecError(f"a chunk of {name} takes {us * TIME_UNIT:.3g} s on this option; codesign "
+                                        f"holds tasks up to {MAX_TASK_US * TIME_UNIT:.3g} s",
+                                        path=f"engine.{t.resource}[{o}]", **where)
 
 
 def model_data(problem: Problem) -> ModelData:

@@ -111,6 +111,7 @@ class CompiledModel:
         self.vars: list[Any] = []
         self.h = new_highs()
         self.inf = highspy.kHighsInf
+        self._error = highspy.HighsStatus.kError
         objs = list(m.component_data_objects(pyo.Objective, active=True))
         if len(objs) != 1:
             raise ValueError(f"the model has {len(objs)} active objectives; HiGHS takes one")
@@ -125,12 +126,12 @@ class CompiledModel:
 
     def set_objective(self, expr, minimize: bool = True) -> None:
         """Make the linear ``expr`` the objective (minimized unless ``minimize`` is False)."""
-        repn = self._repn(expr)
+        const, cols = self._linear(expr)
         self.sense = 1.0 if minimize else -1.0
-        self.offset = float(repn.constant)
+        self.offset = const
         cost = np.zeros(len(self.vars))
-        for key, c in repn.linear.items():
-            cost[self._column(self.var_map[key])] = self.sense * float(c)
+        for j, c in cols.items():
+            cost[j] = self.sense * c
         n = len(self.vars)
         self.h.changeColsCost(n, np.arange(n, dtype=np.int32), cost[:n])
 
@@ -169,17 +170,30 @@ class CompiledModel:
 
     def add(self, lo: float | None, expr, hi: float | None) -> None:
         """Add the row lo <= expr <= hi (None: unbounded on that side)."""
-        repn = self._repn(expr)
-        idx, val = [], []
-        for key, c in repn.linear.items():
-            if c:
-                idx.append(self._column(self.var_map[key]))
-                val.append(float(c))
-        const = float(repn.constant)
+        const, cols = self._linear(expr)
         row_lo = -self.inf if lo is None else lo - const
         row_hi = self.inf if hi is None else hi - const
-        self.h.addRow(row_lo, row_hi, len(idx), np.array(idx, dtype=np.int32), np.array(val, dtype=float))
+        idx = np.array(list(cols), dtype=np.int32)
+        status = self.h.addRow(row_lo, row_hi, len(idx), idx, np.array(list(cols.values()), dtype=float))
+        if status == self._error:
+            raise ValueError(f"HiGHS refused the row {expr} (a coefficient out of its range?)")
         self.rows += 1
+
+    def _linear(self, expr) -> tuple[float, dict[int, float]]:
+        """The constant and the column coefficients of a linear expression; a fixed variable (one the
+        Pyomo walker left in, inside a named expression) counts as its value, so an option fixed out of
+        the model takes its coefficients with it."""
+        repn = self._repn(expr)
+        const = float(repn.constant)
+        cols: dict[int, float] = {}
+        for key, c in repn.linear.items():
+            v = self.var_map[key]
+            if v.fixed:
+                const += float(c) * float(v.value)
+            elif c:
+                j = self._column(v)
+                cols[j] = cols.get(j, 0.0) + float(c)
+        return const, cols
 
     def solve(self, spec: SolverSpec, time_limit_s: float) -> SolveStats:
         """Run HiGHS; load the incumbent into the Pyomo variables. Statuses as ``solve_model``'s."""

@@ -72,6 +72,21 @@ class Evaluation:
     plateau: frozenset[str] = frozenset()
 
 
+def unusable(engine) -> list[tuple[str, int]]:
+    """Options that cannot fit a budget even with the smallest options of every other resource."""
+    out = []
+    for attr, budget in (("area_mm2", engine.area_budget_mm2), ("power_w", engine.power_budget_w)):
+        if budget is None:
+            continue
+        floor = {r: min(getattr(o, attr) for o in opts) for r, opts in engine.resources.items()}
+        base = getattr(engine, f"fixed_{attr}") + sum(floor.values())
+        for r in engine.sized:
+            for o, opt in enumerate(engine.options(r)):
+                if base - floor[r] + getattr(opt, attr) > budget * (1 + 1e-12) + 1e-12:
+                    out.append((r, o))
+    return sorted(set(out))
+
+
 def nominal_compute_us(md: ModelData) -> list[float]:
     """Each compute task's time at the full NPU (us): what compute takes at least, on any design."""
     npu = md.problem.npu
@@ -132,6 +147,8 @@ class Master:
 
         m.area = pyo.Expression(expr=choice_sum("area_mm2"))
         m.power = pyo.Expression(expr=choice_sum("power_w"))
+        for r, o in unusable(eng):
+            m.y[r, o].fix(0)  # out of the model's rows, with whatever huge area or power it has
         if eng.area_budget_mm2 is not None:
             m.area_budget = pyo.Constraint(expr=m.area <= eng.area_budget_mm2)
         if eng.power_budget_w is not None:

@@ -26,8 +26,8 @@ from typing import Callable
 import pyomo.environ as pyo
 
 from ..errors import InfeasibleError, SolverError
-from ..milp.data import TIME_UNIT, ModelData, model_data
-from ..milp.master import Evaluation, Master
+from ..milp.data import TIME_UNIT, ModelData, check_ranges, model_data
+from ..milp.master import Evaluation, Master, unusable
 from ..platform.endpoint import POOL_OF, Design, Engine, design_area_mm2, design_of, design_power_w
 from ..problem.model import Problem
 from ..sim.replay import SimResult, simulate
@@ -138,6 +138,7 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     t0 = time.perf_counter()
     limit = time_limit if time_limit is not None else problem.solver.time_limit_s
     md = model_data(problem)
+    check_ranges(md, set(unusable(problem.engine)))
     optimize = problem.schedule.order == "optimize"
     evaluate = optimize_evaluator(md, refine_s) if optimize else policy_evaluator(md)
     search = Search(md, evaluate, deadline=t0 + limit, exact=not optimize)
@@ -147,6 +148,12 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
         raise InfeasibleError(_explain_infeasible(search, extra))
     if res.status == "infeasible" and not optimize:
         raise InfeasibleError(_explain_infeasible(search, extra))
+    if res.visit is None and search.visits and master.time_target_us is not None:
+        fastest = min(v.simulated_us for v in search.visits) * TIME_UNIT
+        raise SolverError(f"within the time limit ({limit:g} s) no design was found that meets the iteration-time "
+                          f"target {format_quantity(master.time_target_us * TIME_UNIT, SECONDS)} (the fastest "
+                          f"simulated: {format_quantity(fastest, SECONDS)}); not proven infeasible: raise the time "
+                          "limit (--time-limit)")
     if res.visit is None and not (optimize and search.visits):
         raise SolverError(f"no design was evaluated within the time limit ({limit:g} s)"
                           + (f"; the best possible period is at least {format_quantity(res.bound * TIME_UNIT, SECONDS)}"
