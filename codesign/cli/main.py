@@ -10,12 +10,16 @@ import json
 import math
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import CodesignError, InputWarning, SpecError
 from ..spec.files import output_dir, writing
+
+#: When this process started its work: a time limit is the whole command's (imports and loading count).
+STARTED = time.perf_counter()
 
 
 CONFINE_HELP = ("refuse any input file (workload.astra, a solver profile path, --solution) outside the problem "
@@ -72,7 +76,7 @@ def _solve(args: argparse.Namespace) -> int:
     if args.refine < 0 or not math.isfinite(args.refine):
         raise_usage("--refine must be a non-negative number of seconds")
     out = output_dir(args.out) if args.out else None  # a wrong --out is found now, not after the solve
-    sol = solve(problem, time_limit=args.time_limit, diagnose=args.verbose, refine_s=args.refine)
+    sol = solve(problem, time_limit=args.time_limit, diagnose=args.verbose, refine_s=args.refine, started=STARTED)
     val = None
     if not args.no_validate:
         from ..pipeline.validation import validate

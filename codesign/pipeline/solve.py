@@ -124,7 +124,7 @@ def precheck(p: Problem) -> None:
 
 
 def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None,
-          diagnose: bool = False, refine_s: float = 0.0) -> Solution:
+          diagnose: bool = False, refine_s: float = 0.0, started: float | None = None) -> Solution:
     """Solve ``problem``: the design whose simulated period is least (or the smallest that meets the
     target), with its steady-state schedule as simulated.
 
@@ -132,16 +132,21 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     given, is called on the master MILP after it is built and before it is solved (README: "Adding your
     own constraints"). ``diagnose`` adds the master's statistics to ``Solution.diagnostics``.
     ``refine_s``: with ``order: optimize``, seconds per design for refining dispatch priorities.
+    ``started``: the ``time.perf_counter()`` the time limit counts from (the command line passes its
+    own start, so the limit is the whole command's); default: now.
     Raises InfeasibleError (with the reason) or SolverError.
     """
+    t0 = time.perf_counter() if started is None else started
     precheck(problem)
-    t0 = time.perf_counter()
     limit = time_limit if time_limit is not None else problem.solver.time_limit_s
     md = model_data(problem)
     check_ranges(md, set(unusable(problem.engine)))
     optimize = problem.schedule.order == "optimize"
     evaluate = optimize_evaluator(md, refine_s) if optimize else policy_evaluator(md)
     search = Search(md, evaluate, deadline=t0 + limit, exact=not optimize)
+    if time.perf_counter() >= search.deadline:
+        raise SolverError(f"the time limit ({limit:g} s) passed before the search could start (loading the problem "
+                          f"took {time.perf_counter() - t0:.2f} s); raise it (--time-limit)")
     master = search.master(extra=extra)
     res = search.run(master)
     if res.status == "infeasible" and not search.visits:
