@@ -18,8 +18,6 @@ from typing import Any, Callable
 from ..errors import CodesignError, InputWarning, SpecError
 from ..spec.files import output_dir, writing
 
-#: When this process started its work: a time limit is the whole command's (imports and loading count).
-STARTED = time.perf_counter()
 
 
 CONFINE_HELP = ("refuse any input file (workload.astra, a solver profile path, --solution) outside the problem "
@@ -76,7 +74,7 @@ def _solve(args: argparse.Namespace) -> int:
     if args.refine < 0 or not math.isfinite(args.refine):
         raise_usage("--refine must be a non-negative number of seconds")
     out = output_dir(args.out) if args.out else None  # a wrong --out is found now, not after the solve
-    sol = solve(problem, time_limit=args.time_limit, diagnose=args.verbose, refine_s=args.refine, started=STARTED)
+    sol = solve(problem, time_limit=args.time_limit, diagnose=args.verbose, refine_s=args.refine, started=args.started)
     val = None
     if not args.no_validate:
         from ..pipeline.validation import validate
@@ -216,7 +214,9 @@ def _input_warnings_as_lines(shown: set[str]) -> Callable[..., None]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    started = time.perf_counter()  # a time limit is the whole command's: loading the problem counts
     args = _parser().parse_args(argv)
+    args.started = started
     with warnings.catch_warnings():
         warnings.simplefilter("always", InputWarning)
         warnings.showwarning = _input_warnings_as_lines(set())

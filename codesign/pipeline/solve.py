@@ -218,10 +218,9 @@ def _explain_infeasible(search: Search, extra: Extra | None) -> str:
                     f"{format_quantity(best, SECONDS)} within the budgets{proven} (short by "
                     f"{format_quantity(best - target, SECONDS)})")
     if e.area_budget_mm2 is not None and e.power_budget_w is not None:
-        m = Master(md, objective="area")
-        m.model.del_component(m.model.area_budget)
-        from ..milp.highs import solve_model
-        st = solve_model(m.model, p.solver, max(0.1, search.deadline - time.perf_counter()))
+        lifted = dataclasses.replace(p, engine=dataclasses.replace(e, area_budget_mm2=None))
+        m = Master(ModelData(lifted, md.iteration, md.demands), objective="area")
+        st = m.solve(p.solver, max(0.1, search.deadline - time.perf_counter()))
         if st.has_solution:
             return (f"no configuration meets both budgets: area budget {e.area_budget_mm2:g} mm^2 < smallest area "
                     f"{st.objective:g} mm^2 among configurations within the power budget {e.power_budget_w:g} W")
