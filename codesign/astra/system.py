@@ -8,6 +8,12 @@
   and starts waiting chunks by collective priority, then arrival at that queue.
 - A chunk moves to its next phase only once every NPU has finished the phase; the last NPU releases
   that barrier after node 0's bucket of the tick, so phase exits are applied at the end of the bucket.
+- Collectives run over *logical* dimensions: the network's own, or, when a HYBRID_TRANSFORMER's
+  model-parallel group ends inside a dimension, that dimension split in two (Sys::break_dimension); each
+  logical dimension has its own queue and maps to a physical dimension and a stride inside it. A
+  collective takes part only in the dimensions its layer involves (``involved``), as Sys::generate_collective.
+- Priorities follow Sys::get_priority: the loop asks for the system file's policy (``NONE``), for LIFO or
+  FIFO explicitly (the hybrid loops do), or for the highest priority (DLRM's embedding all-to-alls).
 """
 from __future__ import annotations
 
@@ -19,11 +25,14 @@ from ..errors import SpecError
 from ..sim.events import EventLoop
 from .algorithms import A2A, AG, AR, RS, NetworkTiming, PacketPhase, one_direct_ns, one_ring_ns, tree_ns
 from .inputs import AstraNetwork, AstraSystem
+from .membus import MemBus
 
 HIGHEST_PRIORITY = 100_000_000   # Sys::get_priority for SchedulingPolicy::HIGHEST (DLRM all-to-alls)
 _IMPL_KEY = {AR: "all-reduce-implementation", AG: "all-gather-implementation",
              RS: "reduce-scatter-implementation", A2A: "all-to-all-implementation"}
 _TIMED = ("doubleBinaryTree", "oneRing", "oneDirect")   # asymmetric: duration over all NPUs
+POLICIES = ("NONE", "LIFO", "FIFO", "HIGHEST")
+ALL = (True,) * 10        # ASTRA's involved-dimension vectors have 10 entries
 
 
 class Collective:
@@ -71,12 +80,20 @@ class DimQueue:
 class SystemLayer:
     """Node 0's system layer: Sys buckets, collective generation, queues, phase transitions."""
 
-    def __init__(self, engine: EventLoop, net: AstraNetwork, system: AstraSystem) -> None:
+    def __init__(self, engine: EventLoop, net: AstraNetwork, system: AstraSystem,
+                 ldims: list[tuple[int, int, int]] | None = None, impls: dict[str, tuple[str, ...]] | None = None,
+                 bus: MemBus | None = None) -> None:
         self.engine = engine
         self.timing = NetworkTiming(net)
         self.system = system
         self.endpoint = system.endpoint_delay
-        self.npus = self.timing.npus
+        # logical dimensions: (NPUs, physical dimension, stride of its NPUs inside the physical one)
+        self.ldims = ldims if ldims is not None else [(n, d, 1) for d, n in enumerate(self.timing.npus)]
+        self.npus = [n for n, _, _ in self.ldims]
+        self.impls = impls if impls is not None else {
+            AR: system.all_reduce_implementation, AG: system.all_gather_implementation,
+            RS: system.reduce_scatter_implementation, A2A: system.all_to_all_implementation}
+        self.bus = bus
         self.queues = [DimQueue(d, system.active_chunks_per_dimension) for d in range(len(self.npus))]
         self.lifo = system.scheduling_policy == "LIFO"
         self.priority_counter = 0
@@ -87,7 +104,7 @@ class SystemLayer:
         self._buckets: dict[int, list[Any]] = {}
         self._in_bucket = False
         self._exits: list[Stream] = []
-        self._plans: dict[str, list[tuple[int, str, str]]] = {}
+        self._plans: dict[tuple[str, tuple[bool, ...]], list[tuple[int, str, str]]] = {}
         self._timed: dict[tuple[str, int, str, int], float] = {}
 
     # --- Sys events ---------------------------------------------------------------------------------
@@ -136,26 +153,27 @@ class SystemLayer:
             fn(None)
 
     # --- collectives ------------------------------------------------------------------------------
-    def plan(self, ctype: str) -> list[tuple[int, str, str]]:
-        """Phases of one chunk of a ``ctype`` collective: (dim, algorithm, phase type).
+    def plan(self, ctype: str, involved: tuple[bool, ...] = ALL) -> list[tuple[int, str, str]]:
+        """Phases of one chunk of a ``ctype`` collective over the ``involved`` logical dimensions:
+        (logical dim, algorithm, phase type). Sys::generate_collective's loops.
 
         Raises SpecError when the system file's algorithms do not fit the network.
         """
-        plan = self._plans.get(ctype)
+        key = (ctype, involved)
+        plan = self._plans.get(key)
         if plan is not None:
             return plan
         sysf = self.system
-        impl = {AR: sysf.all_reduce_implementation, AG: sysf.all_gather_implementation,
-                RS: sysf.reduce_scatter_implementation, A2A: sysf.all_to_all_implementation}[ctype]
-        key = _IMPL_KEY[ctype]
-        where = dict(file=sysf.path, path=key, line=sysf.line_of(key))
+        impl = self.impls[ctype]
+        name = _IMPL_KEY[ctype]
+        where = dict(file=sysf.path, path=name, line=sysf.line_of(name))
         if impl[0].startswith("one"):
             # one logical ring/direct over all NPUs: a single phase that uses dimension 0's queue
             if len(impl) != 1 or impl[0] not in ("oneRing", "oneDirect"):
                 raise SpecError(f"{'_'.join(impl)}: codesign's ASTRA-sim mode takes oneRing or "
                                 "oneDirect alone (no window, no oneHalvingDoubling)", **where)
-            plan = [(0, impl[0], ctype)] if self.timing.total > 1 else []
-            self._plans[ctype] = plan
+            plan = [(0, impl[0], ctype)] if self.timing.total > 1 and involved[0] else []
+            self._plans[key] = plan
             return plan
         if len(impl) != len(self.npus) or any(a.startswith("one") for a in impl):
             raise SpecError(f"has {len(impl)} algorithm(s) but the network has {len(self.npus)} "
@@ -168,6 +186,7 @@ class SystemLayer:
                                 **where)
             if a == "halvingDoubling" and ctype == A2A:
                 raise SpecError("halvingDoubling has no all-to-all in ASTRA-sim 1.0", **where)
+        active = [d for d in active if involved[d]]
         if ctype == AR and sysf.collective_optimization == "localBWAware" and active:
             last = active[-1]
             plan = ([(d, impl[d], RS) for d in active[:-1]] + [(last, impl[last], AR)]
@@ -175,22 +194,25 @@ class SystemLayer:
         else:
             order = list(reversed(active)) if ctype == AG else active
             plan = [(d, impl[d], ctype) for d in order]
-        self._plans[ctype] = plan
+        self._plans[key] = plan
         return plan
 
-    def _priority(self, highest: bool) -> int:
-        if highest:
+    def _priority(self, policy: str) -> int:
+        """Sys::get_priority: LIFO counts up, FIFO down, NONE follows the system file's policy."""
+        if policy == "HIGHEST":
             return HIGHEST_PRIORITY
         p = self.priority_counter
-        self.priority_counter += 1 if self.lifo else -1   # LIFO: later is higher; FIFO: lower
+        lifo = self.lifo if policy == "NONE" else policy == "LIFO"
+        self.priority_counter += 1 if lifo else -1   # LIFO: later is higher; FIFO: lower
         return p
 
-    def generate(self, ctype: str, nbytes: int, highest: bool = False) -> Collective | None:
+    def generate(self, ctype: str, nbytes: int, policy: str = "NONE",
+                 involved: tuple[bool, ...] = ALL) -> Collective | None:
         """Issue a collective of ``nbytes``; None when no dimension takes part (ASTRA: inactive)."""
-        plan = self.plan(ctype)
+        plan = self.plan(ctype, involved)
         splits = self.system.preferred_dataset_splits
         chunk = nbytes // splits
-        priority = self._priority(highest)   # taken before the chunk loop, even when inactive
+        priority = self._priority(policy)    # taken before the chunk loop, even when inactive
         if not plan:
             return None
         if chunk == 0:
@@ -258,7 +280,7 @@ class SystemLayer:
         t = self._timed.get(key)
         if t is None:
             if algo == "doubleBinaryTree":
-                t = tree_ns(self.timing, dim, data, self.endpoint)
+                t = tree_ns(self.timing, self.ldims[dim][1], data, self.endpoint)
             elif algo == "oneRing":
                 t = one_ring_ns(self.timing, ptype, data, self.endpoint)
             else:
