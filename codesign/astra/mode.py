@@ -28,6 +28,7 @@ from ..workload.astra import AstraLayer, AstraWorkload, TransformerHeader, parse
 from .algorithms import A2A, AG, AR, RS
 from .inputs import AstraNetwork, AstraSystem, load_astra_network, load_astra_system
 from .membus import MemBus
+from .profile import FastPathFallback
 from .system import ALL, SystemLayer
 
 FWD, IG, WG, FIB = 0, 1, 2, 3          # FIB: ASTRA's Forward_In_BackPass (re-computation)
@@ -76,6 +77,7 @@ class AstraResult:
     avg_chunk_latency_ns: tuple[float | None, ...]   # per dimension, init to leaving the queue
     pass_end_ns: tuple[int, ...]     # when each pass issued its last collective ("pass: N finished")
     layers: tuple[AstraLayerStats, ...]
+    fast_path: bool = False          # the run used the fast path (same results; fewer engine events)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (JSON-ready); ``layers`` is a list of per-layer dicts."""
@@ -592,13 +594,34 @@ def _membus(system: AstraSystem, host: SystemLayer) -> MemBus | None:
                   system.local_reduction_delay)
 
 
+def _run(wl: AstraWorkload, net: AstraNetwork, system: AstraSystem, passes: int, ldims: Any, impls: Any,
+         involved: list[tuple[tuple[bool, ...], ...]], header: TransformerHeader | None,
+         fast: bool) -> tuple[EventLoop, SystemLayer, _Loop]:
+    engine = EventLoop()
+    sysl = SystemLayer(engine, net, system, ldims, impls)
+    sysl.bus = _membus(system, sysl)
+    sysl.fast = fast and sysl.bus is None
+    last_bottom = _validate(wl, system, sysl, involved)
+    loop = _Loop(wl, sysl, passes, last_bottom, involved, header)
+    loop.call()                       # Workload::fire at time 0
+    engine.run()
+    if loop.finish_tick is None:      # cannot happen for the supported loops; guard against hangs
+        raise RuntimeError("ASTRA-sim mode stopped before the workload finished")
+    return engine, sysl, loop
+
+
 def simulate_astra(workload_path: str | Path, network_path: str | Path, system_path: str | Path,
-                   passes: int = 1, *, confine_to: Path | None = None) -> AstraResult:
+                   passes: int = 1, *, confine_to: Path | None = None, fast: bool = True) -> AstraResult:
     """Run ASTRA-sim 1.0's analytical simulation of ``passes`` training passes; results in ns.
 
     Raises SpecError for a missing or malformed input file, for inputs ASTRA-sim 1.0 would hang or
     crash on, and for the features this mode does not implement (named in the message). ``confine_to``
     refuses input files outside that folder (``codesign.spec.files.read_user_file``).
+
+    ``fast`` (the default) replays ring and halving-doubling phases from per-size profiles
+    (``astra.profile``) where that is provably the same as the packet-level general path, and falls back to
+    the general path for the whole run where it cannot tell; ``fast=False`` always runs the general path.
+    Both give the same nanoseconds; ``AstraResult.fast_path`` says which one ran.
     """
     if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
         raise SpecError(f"passes must be a whole number >= 1, got {passes!r}")
@@ -612,15 +635,12 @@ def simulate_astra(workload_path: str | Path, network_path: str | Path, system_p
     ldims, impls, boundary = _plan_dimensions(wl, net, system, header)
     policies = _layer_policies(wl)
     involved = [involved_dimensions(p, boundary) for p in policies]
-    engine = EventLoop()
-    sysl = SystemLayer(engine, net, system, ldims, impls)
-    sysl.bus = _membus(system, sysl)
-    last_bottom = _validate(wl, system, sysl, involved)
-    loop = _Loop(wl, sysl, passes, last_bottom, involved, header)
-    loop.call()                       # Workload::fire at time 0
-    engine.run()
-    if loop.finish_tick is None:      # cannot happen for the supported loops; guard against hangs
-        raise RuntimeError("ASTRA-sim mode stopped before the workload finished")
+    try:
+        engine, sysl, loop = _run(wl, net, system, passes, ldims, impls, involved, header, fast=fast)
+        used_fast = sysl.fast
+    except FastPathFallback:
+        engine, sysl, loop = _run(wl, net, system, passes, ldims, impls, involved, header, fast=False)
+        used_fast = False
     compute = sum(sum(layer.compute) for layer in loop.layers)
     rows = tuple(AstraLayerStats(layer.spec.name, *layer.compute, *layer.exposed, *layer.comm_total)
                  for layer in loop.layers)
@@ -630,4 +650,4 @@ def simulate_astra(workload_path: str | Path, network_path: str | Path, system_p
         parallelism=wl.parallelism, events=engine.events,
         collectives=sum(layer.collectives for layer in loop.layers), chunks=sysl.streams_injected,
         avg_chunk_latency_ns=tuple(q.latency_ns / q.chunks if q.chunks else None for q in sysl.queues),
-        pass_end_ns=tuple(loop.pass_ends), layers=rows)
+        pass_end_ns=tuple(loop.pass_ends), layers=rows, fast_path=used_fast)

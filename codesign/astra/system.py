@@ -26,6 +26,7 @@ from ..sim.events import EventLoop
 from .algorithms import A2A, AG, AR, RS, NetworkTiming, PacketPhase, one_direct_ns, one_ring_ns, tree_ns
 from .inputs import AstraNetwork, AstraSystem
 from .membus import MemBus
+from .profile import FastPathFallback, PhaseProfile, profile_phase
 
 HIGHEST_PRIORITY = 100_000_000   # Sys::get_priority for SchedulingPolicy::HIGHEST (DLRM all-to-alls)
 _IMPL_KEY = {AR: "all-reduce-implementation", AG: "all-gather-implementation",
@@ -52,7 +53,7 @@ class Collective:
 class Stream:
     """One chunk of a collective walking its phases: (dim, algorithm, phase type, input bytes)."""
 
-    __slots__ = ("priority", "coll", "phases", "step", "queue", "last_init")
+    __slots__ = ("priority", "coll", "phases", "step", "queue", "last_init", "chain", "tail")
 
     def __init__(self, priority: int, coll: Collective, phases: list[tuple[int, str, str, int]]) -> None:
         self.priority = priority
@@ -61,6 +62,8 @@ class Stream:
         self.step = 0
         self.queue: DimQueue | None = None
         self.last_init = 0
+        self.chain: Any = None      # fast path: how the current phase's exit was caused (see _exit_order)
+        self.tail: Any = None       # fast path: the current phase's last steps (see PhaseProfile)
 
 
 class DimQueue:
@@ -82,8 +85,9 @@ class SystemLayer:
 
     def __init__(self, engine: EventLoop, net: AstraNetwork, system: AstraSystem,
                  ldims: list[tuple[int, int, int]] | None = None, impls: dict[str, tuple[str, ...]] | None = None,
-                 bus: MemBus | None = None) -> None:
+                 bus: MemBus | None = None, fast: bool = False) -> None:
         self.engine = engine
+        self.fast = fast                # the fast path (module doc); FastPathFallback when it cannot tell
         self.timing = NetworkTiming(net)
         self.system = system
         self.endpoint = system.endpoint_delay
@@ -106,6 +110,9 @@ class SystemLayer:
         self._exits: list[Stream] = []
         self._plans: dict[tuple[str, tuple[bool, ...]], list[tuple[int, str, str]]] = {}
         self._timed: dict[tuple[str, int, str, int], float] = {}
+        self._profiles: dict[tuple[int, str, str, int], PhaseProfile] = {}
+        self._fills = 0
+        self._in_exits = False
 
     # --- Sys events ---------------------------------------------------------------------------------
     def tick(self) -> int:
@@ -136,6 +143,14 @@ class SystemLayer:
         if self._exits:
             # the last NPU releases the phase barrier after node 0's bucket for this tick has run
             exits, self._exits = self._exits, []
+            if self.fast:
+                if len(exits) > 1:
+                    exits = self._exit_order(exits)
+                self._in_exits = True
+                for stream in exits:
+                    self._proceed(stream)
+                self._in_exits = False
+                return
             for stream in exits:
                 self._proceed(stream)
 
@@ -270,10 +285,78 @@ class SystemLayer:
             stream.last_init = self.tick()
             dim, algo, ptype, data = stream.phases[stream.step]
             stream.step += 1
+            if not self.fast:
+                if algo in _TIMED:
+                    self.register(self._timed_ns(algo, dim, ptype, data), self.phase_exit, stream)
+                else:
+                    PacketPhase(self, stream, dim, algo, ptype, data).start()
+                continue
+            # fast path: a packet phase is one engine event at its last receive (astra.profile)
+            self._fills += 1
+            now = self.engine.now
             if algo in _TIMED:
-                self.register(self._timed_ns(algo, dim, ptype, data), self.phase_exit, stream)
+                t = self._timed_ns(algo, dim, ptype, data)
+                if t != int(t):
+                    raise FastPathFallback("a fractional phase time")
+                stream.chain = ((), now, self._fills, self._in_exits)
+                self.register(t, self.phase_exit, stream)
             else:
-                PacketPhase(self, stream, dim, algo, ptype, data).start()
+                prof = self._profiles.get((dim, algo, ptype, data))
+                if prof is None:
+                    prof = self._profiles[(dim, algo, ptype, data)] = profile_phase(self, dim, algo, ptype, data)
+                stream.chain = (prof.chain, now, self._fills, self._in_exits)
+                stream.tail = prof
+                self.engine.schedule(now + prof.last_receive, self._virtual_receive, stream)
+
+    # --- the fast path's virtual phases ---------------------------------------------------------------
+    def _virtual_receive(self, stream: Stream) -> None:
+        self.register(self.endpoint, self._virtual_bundle, stream)
+
+    def _virtual_bundle(self, stream: Stream) -> None:
+        proc = stream.tail.processing
+        if proc is None:
+            self.phase_exit(stream)
+        else:
+            self.register(proc, self.phase_exit, stream)
+
+    def _exit_order(self, exits: list[Stream]) -> list[Stream]:
+        """The order ASTRA's event queue gives phase exits that fall in one bucket, from what caused them.
+
+        Two exits are ordered by the events that registered them; events at different times run in time
+        order, two receives at one time in the order they were sent, two entries of one bucket in the
+        order they were registered, so the comparison walks each exit's causes back (``PhaseProfile.chain``)
+        until they differ, ending at the phases' starts (in start order). When the causes are a receive and
+        a bucket entry at the same time, or an exit of a phase whose causes were not recorded, the order
+        would depend on events the fast path skipped: it gives up and the run is redone on the general path.
+        """
+        def item(c: Any, i: int) -> tuple[float, str]:
+            offsets, start = c[0], c[1]
+            if i < len(offsets):
+                off, kind = offsets[i]
+                return start + off, kind
+            return start, "S"
+
+        def cmp(a: Stream, b: Stream) -> int:
+            ca, cb = a.chain, b.chain
+            if ca is None or cb is None:
+                raise FastPathFallback("an exit of a packet-level phase shares a bucket")
+            i = 0
+            while True:
+                (ta, ka), (tb, kb) = item(ca, i), item(cb, i)
+                if ta != tb:
+                    return -1 if ta < tb else 1
+                if ka == kb == "S":
+                    return -1 if ca[2] < cb[2] else 1
+                if ka != kb:
+                    if ka == "S" and kb == "B" and ca[3]:
+                        return 1          # a start in end-of-bucket exits runs after the bucket's entries
+                    if kb == "S" and ka == "B" and cb[3]:
+                        return -1
+                    raise FastPathFallback("a receive and a bucket entry at one time")
+                i += 1
+
+        from functools import cmp_to_key
+        return sorted(exits, key=cmp_to_key(cmp))
 
     def _timed_ns(self, algo: str, dim: int, ptype: str, data: int) -> float:
         key = (algo, dim, ptype, data)

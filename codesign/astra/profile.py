@@ -1,0 +1,149 @@
+"""The fast path's phase profiles: a ring, direct or halving-doubling phase replayed once, alone, and kept.
+
+Without the shared bus, a packet phase on node 0 is a fixed pattern: endpoint visit, send, receive after
+the message time, endpoint visit (and local reduction), send again; ring and halving-doubling keep one
+packet in flight, direct one per peer. Nothing outside the phase can change its timing: the analytical
+network never queues, and the fixed endpoint wait does not depend on other packets. So the phase's timeline, relative to its start, is the
+same every time a chunk of that size starts it on that dimension ("batched identical chunks": the k chunks
+of a collective, and the same layer in every pass, share one profile).
+
+``profile_phase`` runs ASTRA's packet machine (``algorithms.PacketPhase``) against a private clock and
+records, for the event that ends the phase, its last receive and the events that caused it. The system
+layer then replaces the phase's packets by one engine event at that receive, followed by the same endpoint
+wait and reduction as the packet path, so the exit lands in the same Sys bucket (``system.SystemLayer``).
+The recorded causes order exits that land in one bucket exactly as the packet path would
+(``SystemLayer._exit_order``).
+
+The profile is exact only if every time is a whole number of ns (then a bucket runs at its key's time,
+whoever created it) and the phase's own events at one time run in an order the phase alone decides
+(``_Recorder._check_order``); otherwise ``FastPathFallback`` is raised and the run is redone on the general
+path.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from heapq import heappop, heappush
+from typing import Any
+
+from .algorithms import PacketPhase
+
+__all__ = ["FastPathFallback", "PhaseProfile", "profile_phase"]
+
+
+class FastPathFallback(Exception):
+    """The fast path cannot prove it reproduces the general path's order here; run the general path."""
+
+
+@dataclass(frozen=True)
+class PhaseProfile:
+    """A phase relative to its start (ns): its last receive, the reduction after it, and its causes.
+
+    ``processing`` is None when the packet of the last receive carries nothing to reduce (the exit runs
+    in the endpoint visit's bucket) or the reduction's cycles (the exit is registered that much later).
+    ``chain`` lists the events that caused the exit, newest first, as (offset from the start, kind):
+    "R" a receive (an engine event), "B" a Sys bucket entry; the phase's start ends the chain.
+    """
+
+    last_receive: float
+    processing: int | None
+    chain: tuple[tuple[float, str], ...]
+
+
+class _Clock:
+    """The engine as PacketPhase sees it: ``now`` and ``schedule`` (a receive)."""
+
+    __slots__ = ("rec", "now")
+
+    def __init__(self, rec: _Recorder) -> None:
+        self.rec = rec
+        self.now: float = 0
+
+    def schedule(self, t: float, fn: Any, arg: Any = None) -> None:
+        self.rec.push(t, "R", fn, arg)
+
+
+class _Recorder:
+    """A private host for one PacketPhase: its events, in ASTRA's order, with what caused each."""
+
+    def __init__(self, host: Any) -> None:
+        self.engine = _Clock(self)
+        self.timing = host.timing
+        self.endpoint = host.endpoint
+        self.ldims = host.ldims
+        self.bus = None
+        self.heap: list[tuple[float, int, int]] = []
+        self.events: list[tuple[float, str, int, Any, Any]] = []   # time, kind, cause, fn, arg
+        self.current = -1                                        # -1: the phase's start
+        self.exit_event: int | None = None
+
+    def push(self, t: float, kind: str, fn: Any, arg: Any) -> None:
+        if t != int(t):
+            raise FastPathFallback("a fractional message time")
+        i = len(self.events)
+        self.events.append((t, kind, self.current, fn, arg))
+        heappush(self.heap, (t, i, i))
+
+    def register(self, delay: int, fn: Any, arg: Any = None) -> None:
+        self.push(self.engine.now + delay, "B", fn, arg)
+
+    def phase_exit(self, stream: Any) -> None:
+        self.exit_event = self.current
+
+    def run(self) -> None:
+        while self.heap and self.exit_event is None:
+            t, _, i = heappop(self.heap)
+            self.current = i
+            self.engine.now = t
+            _, _, _, fn, arg = self.events[i]
+            fn(arg)
+        self._check_order()
+
+    def _check_order(self) -> None:
+        """Refuse a phase whose own events at one time could run in another order in ASTRA's queue.
+
+        Receives at one time run in the order they were sent, bucket entries in the order they were
+        registered; but a receive and a bucket entry at the same time run in the order of the receive and
+        of the bucket's creation, which other phases decide. That is harmless only when one receive at
+        that time caused (directly or through other entries at that time) every bucket entry there.
+        """
+        at: dict[float, list[int]] = {}
+        for i, (t, _, _, _, _) in enumerate(self.events):
+            at.setdefault(t, []).append(i)
+        for t, ids in at.items():
+            kinds = {self.events[i][1] for i in ids}
+            if len(kinds) < 2:
+                continue
+            receives = [i for i in ids if self.events[i][1] == "R"]
+            if len(receives) > 1:
+                raise FastPathFallback("a phase's receives and bucket entries coincide")
+            for i in ids:
+                j = i
+                while j >= 0 and self.events[j][0] == t and self.events[j][1] == "B":
+                    j = self.events[j][2]
+                if j != receives[0] and self.events[i][1] == "B":
+                    raise FastPathFallback("a phase's receive and bucket entry coincide")
+
+
+def profile_phase(host: Any, dim: int, algo: str, ptype: str, data: int) -> PhaseProfile:
+    """Replay one ring, direct or halving-doubling phase from time 0 and record how it ends."""
+    rec = _Recorder(host)
+    PacketPhase(rec, None, dim, algo, ptype, data).start()
+    rec.run()
+    if rec.exit_event is None:
+        raise RuntimeError("a phase replayed alone never ended")   # cannot happen
+    # the exit ran in a bucket entry: the endpoint visit after the last receive, or the reduction after it
+    chain = []
+    i = rec.events[rec.exit_event][2]        # what registered the exit's entry
+    while i >= 0:
+        t, kind, cause, _, _ = rec.events[i]
+        chain.append((t, kind))
+        i = cause
+    exit_t, _, cause, _, _ = rec.events[rec.exit_event]
+    if rec.events[cause][1] == "R":          # exit inside the endpoint visit after the receive
+        last, processing = rec.events[cause][0], None
+    else:                                    # exit after a reduction registered by the endpoint visit
+        bundle_t, _, receive, _, _ = rec.events[cause]
+        last, processing = rec.events[receive][0], int(exit_t - bundle_t)
+    if last + host.endpoint + (processing or 0) != exit_t:
+        raise FastPathFallback("an unexpected phase ending")
+    return PhaseProfile(last, processing, tuple(chain))
