@@ -27,7 +27,6 @@ from ..sim.events import EventLoop
 from ..workload.astra import AstraLayer, AstraWorkload, TransformerHeader, parse_astra_workload, transformer_header
 from .algorithms import A2A, AG, AR, RS
 from .inputs import AstraNetwork, AstraSystem, load_astra_network, load_astra_system
-from .membus import MemBus
 from .profile import FastPathFallback
 from .system import ALL, SystemLayer
 
@@ -452,9 +451,9 @@ def _layer_policies(wl: AstraWorkload) -> list[str]:
     return out
 
 
-#: which collectives each loop issues: kind -> layers it is issued for (index, count) -> bool
 def _issued_kinds(parallelism: str, i: int, count: int, layer: AstraLayer, last_bottom: int) -> list[str]:
-    if parallelism in ("DATA",):
+    """The collectives (fwd, ig, wg) the loop of ``parallelism`` issues for layer ``i`` of ``count``."""
+    if parallelism == "DATA":
         return ["wg"]
     if parallelism == "MICRO":
         return ["wg"] if i == 0 else []
@@ -491,8 +490,8 @@ def break_dimension(npus: list[int], group: int) -> tuple[list[tuple[int, int, i
     return whole, -1, None
 
 
-def _plan_dimensions(wl: AstraWorkload, net: AstraNetwork, system: AstraSystem,
-                     header: TransformerHeader | None):
+def _plan_dimensions(wl: AstraWorkload, net: AstraNetwork, system: AstraSystem, header: TransformerHeader | None
+                     ) -> tuple[list[tuple[int, int, int]] | None, dict[str, tuple[str, ...]] | None, int]:
     """Logical dimensions, per-type algorithms and the Transformer boundary; refuses what is not replayed."""
     npus = [d.npus for d in net.dims]
     impls = {AR: system.all_reduce_implementation, AG: system.all_gather_implementation,
@@ -580,10 +579,11 @@ def _validate(wl: AstraWorkload, system: AstraSystem, sysl: SystemLayer,
     return last_bottom
 
 
-def _membus(system: AstraSystem, host: SystemLayer) -> MemBus | None:
-    """The LogGP shared bus when the system file asks for it (model-shared-bus: 1), else None."""
+def _membus(system: AstraSystem, host: SystemLayer) -> Any:
+    """The LogGP shared bus (membus.MemBus) when the system file asks for it (model-shared-bus: 1), else None."""
     if system.model_shared_bus != 1:
         return None
+    from .membus import MemBus
     lg = system.loggp
     missing = [k for k in ("L", "o", "g", "G") if k not in lg]
     if missing:

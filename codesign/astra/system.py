@@ -19,14 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from heapq import heappop, heappush
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
 from ..sim.events import EventLoop
 from .algorithms import A2A, AG, AR, RS, NetworkTiming, PacketPhase, one_direct_ns, one_ring_ns, tree_ns
 from .inputs import AstraNetwork, AstraSystem
-from .membus import MemBus
 from .profile import FastPathFallback, PhaseProfile, profile_phase
+
+if TYPE_CHECKING:
+    from .membus import MemBus
 
 HIGHEST_PRIORITY = 100_000_000   # Sys::get_priority for SchedulingPolicy::HIGHEST (DLRM all-to-alls)
 _IMPL_KEY = {AR: "all-reduce-implementation", AG: "all-gather-implementation",
@@ -274,15 +276,20 @@ class SystemLayer:
         self._fill(q)
 
     def _removed(self, q: DimQueue, stream: Stream) -> None:
-        q.latency_ns += self.tick() - stream.last_init
+        q.latency_ns += int(self.engine.now) - stream.last_init
         q.chunks += 1
         self._fill(q)
 
     def _fill(self, q: DimQueue) -> None:
-        while q.waiting and len(q.running) < q.threshold:
-            stream = heappop(q.waiting)[2]
-            q.running.append(stream)
-            stream.last_init = self.tick()
+        waiting, running = q.waiting, q.running
+        if not waiting or len(running) >= q.threshold:
+            return
+        now = self.engine.now
+        tick = int(now)
+        while waiting and len(running) < q.threshold:
+            stream = heappop(waiting)[2]
+            running.append(stream)
+            stream.last_init = tick
             dim, algo, ptype, data = stream.phases[stream.step]
             stream.step += 1
             if not self.fast:
@@ -293,20 +300,20 @@ class SystemLayer:
                 continue
             # fast path: a packet phase is one engine event at its last receive (astra.profile)
             self._fills += 1
-            now = self.engine.now
             if algo in _TIMED:
                 t = self._timed_ns(algo, dim, ptype, data)
                 if t != int(t):
                     raise FastPathFallback("a fractional phase time")
                 stream.chain = ((), now, self._fills, self._in_exits)
                 self.register(t, self.phase_exit, stream)
-            else:
-                prof = self._profiles.get((dim, algo, ptype, data))
-                if prof is None:
-                    prof = self._profiles[(dim, algo, ptype, data)] = profile_phase(self, dim, algo, ptype, data)
-                stream.chain = (prof.chain, now, self._fills, self._in_exits)
-                stream.tail = prof
-                self.engine.schedule(now + prof.last_receive, self._virtual_receive, stream)
+                continue
+            key = (dim, algo, ptype, data)
+            prof = self._profiles.get(key)
+            if prof is None:
+                prof = self._profiles[key] = profile_phase(self, dim, algo, ptype, data)
+            stream.chain = (prof.chain, now, self._fills, self._in_exits)
+            stream.tail = prof
+            self.engine.schedule(now + prof.last_receive, self._virtual_receive, stream)
 
     # --- the fast path's virtual phases ---------------------------------------------------------------
     def _virtual_receive(self, stream: Stream) -> None:
