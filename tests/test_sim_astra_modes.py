@@ -393,3 +393,34 @@ def test_the_astra_command_line_imports_no_heavy_library():
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "finish 2619438 ns" in r.stdout and r.stdout.rstrip().endswith("loaded:"), r.stdout
+
+
+def test_walked_ring_and_halving_doubling_profiles_equal_replayed_ones(tmp_path):
+    """The fast path walks one-packet phases without an event queue; a full replay gives the same."""
+    from codesign.astra.inputs import load_astra_network, load_astra_system
+    from codesign.astra.profile import FastPathFallback, _linear_profile, recorded_profile
+    from codesign.astra.system import SystemLayer
+    from codesign.sim.events import EventLoop
+    rng = random.Random(7)
+    compared = 0
+    for _ in range(40):
+        units, topo = rng.choice([2, 4, 8, 16]), rng.choice(["Ring", "FullyConnected", "Switch"])
+        links = 2 if topo == "Ring" else units - 1 if topo == "FullyConnected" else 1
+        n = _write(tmp_path / "n.json", json.dumps({
+            "topology-name": "Hierarchical", "dimensions-count": 1, "topologies-per-dim": [topo],
+            "units-count": [units], "links-count": [links], "link-latency": [rng.choice([1, 10, 500])],
+            "link-bandwidth": [rng.choice([1, 16, 25, 64])]}))
+        s = _system(tmp_path, impl="ring").read_text().replace("endpoint-delay: 1",
+                                                                f"endpoint-delay: {rng.choice([1, 10])}")
+        host = SystemLayer(EventLoop(), load_astra_network(n), load_astra_system(_write(tmp_path / "s.txt", s)))
+        for algo in ("ring", "halvingDoubling"):
+            for ptype in ("ALLREDUCE", "ALLGATHER", "REDUCESCATTER", "ALLTOALL")[:3 + (algo == "ring")]:
+                data = rng.choice([1, 100, 4096, 1 << 20, 12345678])
+                try:
+                    replayed = recorded_profile(host, 0, algo, ptype, data)
+                except FastPathFallback:
+                    continue
+                assert _linear_profile(host, 0, algo, ptype, data, True) == replayed
+                assert _linear_profile(host, 0, algo, ptype, data) == replayed     # chain walked late
+                compared += 1
+    assert compared > 200

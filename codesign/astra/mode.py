@@ -206,14 +206,12 @@ class _Loop:
         self.issued = False
         self.listening = False
         self.finish_tick: int | None = None
-        self._step = {"DATA": self._data, "MODEL": self._model, "HYBRID_DLRM": self._dlrm,
+        # ``call`` (the Sys event and the layers' wake-up) is the parallelism's step itself
+        self.call = {"DATA": self._data, "MODEL": self._model, "HYBRID_DLRM": self._dlrm,
                       "MICRO": self._micro, "HYBRID_DATA_MODEL": self._hybrid,
                       "HYBRID_MODEL_DATA": self._hybrid, "HYBRID_CUSTOMIZED": self._hybrid,
                       "HYBRID_TRANSFORMER": self._transformer,
                       "HYBRID_TRANSFORMER_FWD_IN_BCKWD": self._transformer}[wl.parallelism]
-
-    def call(self, _: Any = None) -> None:
-        self._step()
 
     def _check_end(self) -> None:
         if self.pass_counter != self.passes:
@@ -259,8 +257,9 @@ class _Loop:
         else:
             self._next(FWD)
 
-    def _data(self) -> None:
-        self._check_end()
+    def _data(self, _: Any = None) -> None:
+        if self.pass_counter == self.passes:
+            self._check_end()
         layer = self.layers[self.index]
         if self.state == FWD:
             if not layer.finished_blocking(WG) or self._compute(FWD):
@@ -281,8 +280,9 @@ class _Loop:
             self.index -= 1
             self._next(WG)
 
-    def _model(self) -> None:
-        self._check_end()
+    def _model(self, _: Any = None) -> None:
+        if self.pass_counter == self.passes:
+            self._check_end()
         layer = self.layers[self.index]
         if self.state == FWD:
             if not layer.finished_blocking(WG) or self._compute(FWD):
@@ -313,9 +313,10 @@ class _Loop:
         else:
             self._next(IG)
 
-    def _hybrid(self) -> None:
+    def _hybrid(self, _: Any = None) -> None:
         """iterate_hybrid_parallel_data_model / _model_data / _customized (the same loop in ASTRA)."""
-        self._check_end()
+        if self.pass_counter == self.passes:
+            self._check_end()
         layer = self.layers[self.index]
         if self.state == FWD:
             if not layer.finished_blocking(WG) or self._compute(FWD):
@@ -341,9 +342,10 @@ class _Loop:
                 layer.issue(IG, "LIFO")
             self._next(WG)
 
-    def _transformer(self) -> None:
+    def _transformer(self, _: Any = None) -> None:
         """iterate_hybrid_parallel_Transformer and _Transformer_fwd_in_bckwd (re-computation)."""
-        self._check_end()
+        if self.pass_counter == self.passes:
+            self._check_end()
         layer = self.layers[self.index]
         state = self.state
         if state == FWD or state == FIB:
@@ -391,8 +393,9 @@ class _Loop:
             self.checkpoint_initiated = False
             self._next(WG)
 
-    def _dlrm(self) -> None:
-        self._check_end()
+    def _dlrm(self, _: Any = None) -> None:
+        if self.pass_counter == self.passes:
+            self._check_end()
         layer = self.layers[self.index]
         if self.state == FWD:
             if not layer.finished_blocking(WG) or self._compute(FWD):
@@ -424,7 +427,7 @@ class _Loop:
             self.index -= 1
             self._next(WG)
 
-    def _micro(self) -> None:
+    def _micro(self, _: Any = None) -> None:
         if self.state != _WAIT_END:
             for _ in range(self.passes):
                 self.layers[0].issue(WG)

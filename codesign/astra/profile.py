@@ -21,32 +21,52 @@ path.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from heapq import heappop, heappush
 from typing import Any
 
-from .algorithms import PacketPhase
+from .algorithms import PacketPhase, processing_ns
 
-__all__ = ["FastPathFallback", "PhaseProfile", "profile_phase"]
+__all__ = ["FastPathFallback", "PhaseProfile", "profile_phase", "recorded_profile"]
 
 
 class FastPathFallback(Exception):
     """The fast path cannot prove it reproduces the general path's order here; run the general path."""
 
 
-@dataclass(frozen=True)
 class PhaseProfile:
     """A phase relative to its start (ns): its last receive, the reduction after it, and its causes.
 
     ``processing`` is None when the packet of the last receive carries nothing to reduce (the exit runs
-    in the endpoint visit's bucket) or the reduction's cycles (the exit is registered that much later).
-    ``chain`` lists the events that caused the exit, newest first, as (offset from the start, kind):
-    "R" a receive (an engine event), "B" a Sys bucket entry; the phase's start ends the chain.
+    in the endpoint visit's bucket) or the reduction's cycles (the exit is registered that much later);
+    ``exit_delay`` is from the start to the exit. ``chain`` lists the events that caused the exit, newest
+    first, as (offset from the start, kind): "R" a receive (an engine event), "B" a Sys bucket entry; the
+    phase's start ends the chain. Only exits that share a bucket need it, so it may be computed late.
     """
 
-    last_receive: float
-    processing: int | None
-    chain: tuple[tuple[float, str], ...]
+    __slots__ = ("last_receive", "processing", "exit_delay", "_chain", "_redo")
+
+    def __init__(self, last_receive: float, processing: int | None, exit_delay: int,
+                 chain: tuple[tuple[float, str], ...] | None = None, redo: Any = None) -> None:
+        self.last_receive = last_receive
+        self.processing = processing
+        self.exit_delay = exit_delay
+        self._chain = chain
+        self._redo = redo
+
+    @property
+    def chain(self) -> tuple[tuple[float, str], ...]:
+        if self._chain is None:
+            self._chain = self._redo()
+        return self._chain
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PhaseProfile) and (self.last_receive, self.processing, self.exit_delay,
+                                                    self.chain) == (other.last_receive, other.processing,
+                                                                    other.exit_delay, other.chain)
+
+    def __repr__(self) -> str:
+        return (f"PhaseProfile(last_receive={self.last_receive}, processing={self.processing}, "
+                f"exit_delay={self.exit_delay}, chain={self.chain})")
 
 
 class _Clock:
@@ -124,8 +144,82 @@ class _Recorder:
                     raise FastPathFallback("a phase's receive and bucket entry coincide")
 
 
+class _Step:
+    """A host for a one-packet-in-flight PacketPhase that notes its single pending request."""
+
+    __slots__ = ("engine", "timing", "endpoint", "ldims", "bus", "pending", "done", "now", "due")
+
+    def __init__(self, host: Any) -> None:
+        self.engine = self
+        self.timing = host.timing
+        self.endpoint = host.endpoint
+        self.ldims = host.ldims
+        self.bus = None
+        self.now: float = 0
+        self.pending: Any = None      # the endpoint visit's argument: bytes to reduce, or -1
+        self.due: float = 0           # when the packet in flight arrives
+        self.done = False
+
+    def register(self, delay: int, fn: Any, arg: Any = None) -> None:
+        self.pending = arg
+
+    def schedule(self, t: float, fn: Any, arg: Any = None) -> None:
+        self.due = t
+
+    def phase_exit(self, stream: Any) -> None:
+        self.done = True
+
+
+def _linear_profile(host: Any, dim: int, algo: str, ptype: str, data: int,
+                    with_chain: bool = False) -> PhaseProfile:
+    """Ring and halving-doubling keep one packet in flight, so their events form one chain: a packet is
+    inserted (at the start or on a receive), visits the endpoint (E), is reduced if it carries partials
+    (the reduction's cycles), then PacketPhase._general sends it and its receive inserts the next. This
+    walks that chain with PacketPhase's own methods, without an event queue; ``recorded_profile`` gives
+    the same profile (tests/test_sim_astra_modes.py checks it). The causes are listed only when asked
+    (``with_chain``); otherwise the profile walks the chain again when they are first needed."""
+    st = _Step(host)
+    ph = PacketPhase(st, None, dim, algo, ptype, data)
+    ph.start()
+    e = host.endpoint
+    chain: list[tuple[float, str]] = []     # oldest first; reversed at the end
+    inserted = 0.0                          # when the current packet was inserted (0: the start)
+    first = True
+    while True:
+        visit = inserted + e
+        proc = None if st.pending < 0 else processing_ns(st.pending)
+        general = visit if proc is None else visit + proc
+        if with_chain:
+            if not first:
+                chain.append((inserted, "R"))
+            chain.append((visit, "B"))          # _general runs inside the endpoint visit's entry,
+            if proc is not None:
+                chain.append((general, "B"))    # or is its own entry, registered by the visit
+        st.now = general
+        ph._general(None)
+        if st.done:
+            if not with_chain:
+                return PhaseProfile(inserted, proc, int(general), None,
+                                    lambda: _linear_profile(host, dim, algo, ptype, data, True).chain)
+            chain.pop()                         # the exit's own entry is not one of its causes
+            chain.reverse()
+            return PhaseProfile(inserted, proc, int(general), tuple(chain))
+        if st.due != int(st.due):               # every time whole, or a bucket's time depends on
+            raise FastPathFallback("a fractional message time")   # who created it
+        st.now = inserted = st.due
+        first = False
+        ph._received(None)
+
+
 def profile_phase(host: Any, dim: int, algo: str, ptype: str, data: int) -> PhaseProfile:
     """Replay one ring, direct or halving-doubling phase from time 0 and record how it ends."""
+    if algo in ("ring", "halvingDoubling"):
+        return _linear_profile(host, dim, algo, ptype, data)
+    return recorded_profile(host, dim, algo, ptype, data)
+
+
+def recorded_profile(host: Any, dim: int, algo: str, ptype: str, data: int) -> PhaseProfile:
+    """The profile from a full replay on a private event queue (any packet phase, direct included)."""
     rec = _Recorder(host)
     PacketPhase(rec, None, dim, algo, ptype, data).start()
     rec.run()
@@ -146,4 +240,4 @@ def profile_phase(host: Any, dim: int, algo: str, ptype: str, data: int) -> Phas
         last, processing = rec.events[receive][0], int(exit_t - bundle_t)
     if last + host.endpoint + (processing or 0) != exit_t:
         raise FastPathFallback("an unexpected phase ending")
-    return PhaseProfile(last, processing, tuple(chain))
+    return PhaseProfile(last, processing, int(exit_t), tuple(chain))

@@ -64,7 +64,7 @@ class Stream:
         self.step = 0
         self.queue: DimQueue | None = None
         self.last_init = 0
-        self.chain: Any = None      # fast path: how the current phase's exit was caused (see _exit_order)
+        self.chain: Any = None      # fast path: (profile or None, start, start number, started in exits)
         self.tail: Any = None       # fast path: the current phase's last steps (see PhaseProfile)
 
 
@@ -127,19 +127,16 @@ class SystemLayer:
         key = int(now + delay)        # == tick + delay for whole-cycle delays
         bucket = self._buckets.get(key)
         if bucket is None:
-            self._buckets[key] = [fn, arg]
+            self._buckets[key] = [(fn, arg)]
             self.engine.schedule(now + delay, self._run_bucket, key)
         else:
-            bucket.append(fn)
-            bucket.append(arg)
+            bucket.append((fn, arg))
 
     def _run_bucket(self, key: int) -> None:
         bucket = self._buckets[key]
         self._in_bucket = True
-        i = 0
-        while i < len(bucket):          # events registered with delay 0 join this same bucket
-            bucket[i](bucket[i + 1])
-            i += 2
+        for fn, arg in bucket:          # events registered with delay 0 join this same bucket
+            fn(arg)
         del self._buckets[key]
         self._in_bucket = False
         if self._exits:
@@ -304,16 +301,23 @@ class SystemLayer:
                 t = self._timed_ns(algo, dim, ptype, data)
                 if t != int(t):
                     raise FastPathFallback("a fractional phase time")
-                stream.chain = ((), now, self._fills, self._in_exits)
+                stream.chain = (None, now, self._fills, self._in_exits)
                 self.register(t, self.phase_exit, stream)
                 continue
             key = (dim, algo, ptype, data)
             prof = self._profiles.get(key)
             if prof is None:
                 prof = self._profiles[key] = profile_phase(self, dim, algo, ptype, data)
-            stream.chain = (prof.chain, now, self._fills, self._in_exits)
-            stream.tail = prof
-            self.engine.schedule(now + prof.last_receive, self._virtual_receive, stream)
+            stream.chain = (prof, now, self._fills, self._in_exits)
+            if self.endpoint > 0:
+                # the exit's bucket is in the future either way, so it can be registered now: only the
+                # exits' order inside that bucket depends on when, and _exit_order restores it
+                self.register(prof.exit_delay, self.phase_exit, stream)
+            else:
+                # with no endpoint wait the exit's bucket may be the receive's own tick, which may have
+                # run already: register from the receive, as the packet path does
+                stream.tail = prof
+                self.engine.schedule(now + prof.last_receive, self._virtual_receive, stream)
 
     # --- the fast path's virtual phases ---------------------------------------------------------------
     def _virtual_receive(self, stream: Stream) -> None:
@@ -337,7 +341,7 @@ class SystemLayer:
         would depend on events the fast path skipped: it gives up and the run is redone on the general path.
         """
         def item(c: Any, i: int) -> tuple[float, str]:
-            offsets, start = c[0], c[1]
+            offsets, start = (() if c[0] is None else c[0].chain), c[1]
             if i < len(offsets):
                 off, kind = offsets[i]
                 return start + off, kind
