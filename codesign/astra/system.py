@@ -258,7 +258,7 @@ class SystemLayer:
             coll = stream.coll
             coll.finished += 1
             if coll.finished == coll.total:
-                coll.finish_tick = self.tick()
+                coll.finish_tick = int(self.engine.now)
                 if coll.callback is not None:
                     coll.callback(coll.arg)
             if prev is not None:
@@ -269,33 +269,51 @@ class SystemLayer:
         self.arrivals += 1
         heappush(q.waiting, (-stream.priority, self.arrivals, stream))
         if prev is not None:
-            self._removed(prev, stream)      # the freed queue starts its next chunk first
+            # the freed queue starts its next chunk first (Sys::SchedulerUnit::notify_stream_removed)
+            prev.latency_ns += int(self.engine.now) - stream.last_init
+            prev.chunks += 1
+            if prev.waiting:
+                self._fill(prev)
         self._fill(q)
 
     def _removed(self, q: DimQueue, stream: Stream) -> None:
         q.latency_ns += int(self.engine.now) - stream.last_init
         q.chunks += 1
-        self._fill(q)
+        if q.waiting:
+            self._fill(q)
 
     def _fill(self, q: DimQueue) -> None:
+        """Start waiting chunks while the queue has room (Sys::SchedulerUnit::notify_stream_added)."""
         waiting, running = q.waiting, q.running
-        if not waiting or len(running) >= q.threshold:
+        if len(running) >= q.threshold:
             return
-        now = self.engine.now
-        tick = int(now)
+        if self.fast:
+            self._fill_fast(q)
+            return
+        tick = int(self.engine.now)
         while waiting and len(running) < q.threshold:
             stream = heappop(waiting)[2]
             running.append(stream)
             stream.last_init = tick
             dim, algo, ptype, data = stream.phases[stream.step]
             stream.step += 1
-            if not self.fast:
-                if algo in _TIMED:
-                    self.register(self._timed_ns(algo, dim, ptype, data), self.phase_exit, stream)
-                else:
-                    PacketPhase(self, stream, dim, algo, ptype, data).start()
-                continue
-            # fast path: a packet phase is one engine event at its last receive (astra.profile)
+            if algo in _TIMED:
+                self.register(self._timed_ns(algo, dim, ptype, data), self.phase_exit, stream)
+            else:
+                PacketPhase(self, stream, dim, algo, ptype, data).start()
+
+    def _fill_fast(self, q: DimQueue) -> None:
+        """The fast path's _fill: a packet phase is one registration of its exit (astra.profile)."""
+        waiting, running = q.waiting, q.running
+        now = self.engine.now
+        tick = int(now)
+        profiles = self._profiles
+        while waiting and len(running) < q.threshold:
+            stream = heappop(waiting)[2]
+            running.append(stream)
+            stream.last_init = tick
+            dim, algo, ptype, data = stream.phases[stream.step]
+            stream.step += 1
             self._fills += 1
             if algo in _TIMED:
                 t = self._timed_ns(algo, dim, ptype, data)
@@ -305,9 +323,9 @@ class SystemLayer:
                 self.register(t, self.phase_exit, stream)
                 continue
             key = (dim, algo, ptype, data)
-            prof = self._profiles.get(key)
+            prof = profiles.get(key)
             if prof is None:
-                prof = self._profiles[key] = profile_phase(self, dim, algo, ptype, data)
+                prof = profiles[key] = profile_phase(self, dim, algo, ptype, data)
             stream.chain = (prof, now, self._fills, self._in_exits)
             if self.endpoint > 0:
                 # the exit's bucket is in the future either way, so it can be registered now: only the
