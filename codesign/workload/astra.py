@@ -61,6 +61,8 @@ class AstraWorkload:
 
 
 def _int(tok: str, file: str, line: int, what: str) -> int:
+    if tok.isascii() and tok.isdigit():   # the common case: plain digits
+        return int(tok)
     try:
         v = float(tok)
     except ValueError:
