@@ -211,7 +211,7 @@ def _implementations(value: str, file: str, key: str, line: int) -> tuple[str, .
     for a in algos:
         base = a
         for prefix in ("oneDirect", "direct"):
-            if a.startswith(prefix) and a[len(prefix):].isdigit():
+            if a.startswith(prefix) and a[len(prefix):].isascii() and a[len(prefix):].isdigit():
                 base = prefix          # a direct window, e.g. direct4
         _choice(base, file, key, COLLECTIVE_ALGORITHMS, line)
     if not algos:
@@ -251,8 +251,8 @@ def load_astra_system(path: str | Path, *, confine_to: Path | None = None) -> As
         if key not in values:
             return default
         v = values[key]
-        return int(_number(int(v) if v.isdigit() else v, file, key, integer=True, minimum=minimum,
-                           line=lines[key]))
+        plain = v.isascii() and v.isdigit()
+        return int(_number(int(v) if plain else v, file, key, integer=True, minimum=minimum, line=lines[key]))
 
     def real(key: str) -> float:
         v = values[key]

@@ -543,7 +543,7 @@ def _validate(wl: AstraWorkload, system: AstraSystem, sysl: SystemLayer,
     last_bottom = -1
     if wl.parallelism == "HYBRID_DLRM":
         arg = wl.args[0] if wl.args else ""
-        if not arg.isdigit() or int(arg) + 1 >= len(wl.layers):
+        if not (arg.isascii() and arg.isdigit()) or int(arg) + 1 >= len(wl.layers):
             raise SpecError(f"HYBRID_DLRM needs the 0-based index of the last bottom-MLP layer, below "
                             f"{len(wl.layers) - 1} so a top layer follows it (e.g. 'HYBRID_DLRM 4'), "
                             f"got {arg!r}", file=wl.path, line=1)
