@@ -57,7 +57,7 @@ REFERENCE = [
     ("Transformer_HybridParallel.txt", TORUS_DBT, 2, 1595754454),
     ("Transformer_HybridParallel.txt", RFS, 1, 573348636),
     ("Transformer_HybridParallel.txt", RFS, 2, 1146374139),
-    # Transformer_HybridParallel.txt on sample_Ring_FullyConnected_Switch + sample_3dim_sys: ASTRA-sim 1.0 crashed (exit 139); refused here
+    # Transformer_HybridParallel.txt on RFS_DBT: ASTRA-sim 1.0 crashed (exit 139); refused here
     ("Transformer_HybridParallel.txt", SWITCH, 1, 650027592),
     ("Transformer_HybridParallel.txt", SWITCH, 2, 1300055184),
     ("Transformer_HybridParallel_Fwd_In_Bckwd.txt", TORUS, 1, 663688206),
@@ -66,7 +66,7 @@ REFERENCE = [
     ("Transformer_HybridParallel_Fwd_In_Bckwd.txt", TORUS_DBT, 2, 1633261030),
     ("Transformer_HybridParallel_Fwd_In_Bckwd.txt", RFS, 1, 666254445),
     ("Transformer_HybridParallel_Fwd_In_Bckwd.txt", RFS, 2, 1332508890),
-    # Transformer_HybridParallel_Fwd_In_Bckwd.txt on sample_Ring_FullyConnected_Switch + sample_3dim_sys: ASTRA-sim 1.0 crashed (exit 139); refused here
+    # Transformer_HybridParallel_Fwd_In_Bckwd.txt on RFS_DBT: ASTRA-sim 1.0 crashed (exit 139); refused here
     ("Transformer_HybridParallel_Fwd_In_Bckwd.txt", SWITCH, 1, 740009261),
     ("Transformer_HybridParallel_Fwd_In_Bckwd.txt", SWITCH, 2, 1480018522),
     ("tutorial_gpt3.txt", TORUS, 1, 1672364664),

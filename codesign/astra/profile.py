@@ -3,8 +3,8 @@
 Without the shared bus, a packet phase on node 0 is a fixed pattern: endpoint visit, send, receive after
 the message time, endpoint visit (and local reduction), send again; ring and halving-doubling keep one
 packet in flight, direct one per peer. Nothing outside the phase can change its timing: the analytical
-network never queues, and the fixed endpoint wait does not depend on other packets. So the phase's timeline, relative to its start, is the
-same every time a chunk of that size starts it on that dimension ("batched identical chunks": the k chunks
+network never queues, and the fixed endpoint wait does not depend on other packets. So the phase's
+timeline, relative to its start, is the same every time a chunk of that size starts it on that dimension ("batched identical chunks": the k chunks
 of a collective, and the same layer in every pass, share one profile).
 
 ``profile_phase`` runs ASTRA's packet machine (``algorithms.PacketPhase``) against a private clock and
