@@ -1,18 +1,20 @@
-"""The fast path's phase profiles: a ring, direct or halving-doubling phase replayed once, alone, and kept.
+"""The fast path's phase profiles: a ring, direct or halving-doubling phase worked out once and kept.
 
 Without the shared bus, a packet phase on node 0 is a fixed pattern: endpoint visit, send, receive after
 the message time, endpoint visit (and local reduction), send again; ring and halving-doubling keep one
 packet in flight, direct one per peer. Nothing outside the phase can change its timing: the analytical
 network never queues, and the fixed endpoint wait does not depend on other packets. So the phase's
-timeline, relative to its start, is the same every time a chunk of that size starts it on that dimension ("batched identical chunks": the k chunks
-of a collective, and the same layer in every pass, share one profile).
+timeline, relative to its start, is the same every time a chunk of that size starts it on that dimension
+("batched identical chunks": the k chunks of a collective, and the same layer in every pass, share one
+profile).
 
-``profile_phase`` runs ASTRA's packet machine (``algorithms.PacketPhase``) against a private clock and
-records, for the event that ends the phase, its last receive and the events that caused it. The system
-layer then replaces the phase's packets by one engine event at that receive, followed by the same endpoint
-wait and reduction as the packet path, so the exit lands in the same Sys bucket (``system.SystemLayer``).
-The recorded causes order exits that land in one bucket exactly as the packet path would
-(``SystemLayer._exit_order``).
+``profile_phase`` gives, relative to the start: the phase's last receive, the reduction after it, when
+the exit happens, and (computed when first asked) the events that caused the exit. Ring and
+halving-doubling are walked along their one chain with ASTRA's packet machine (``algorithms.PacketPhase``)
+and no event queue (``_linear_profile``); direct is replayed on a private event queue (``_Recorder``),
+which gives the same result for the others too. The system layer then registers each chunk's exit in the
+Sys bucket the packet path would use (``system.SystemLayer._fill_fast``), and orders exits that share a
+bucket from their causes exactly as the packet path would (``SystemLayer._exit_order``).
 
 The profile is exact only if every time is a whole number of ns (then a bucket runs at its key's time,
 whoever created it) and the phase's own events at one time run in an order the phase alone decides
