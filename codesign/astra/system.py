@@ -14,6 +14,9 @@
   collective takes part only in the dimensions its layer involves (``involved``), as Sys::generate_collective.
 - Priorities follow Sys::get_priority: the loop asks for the system file's policy (``NONE``), for LIFO or
   FIFO explicitly (the hybrid loops do), or for the highest priority (DLRM's embedding all-to-alls).
+- ``fast``: packet phases are not replayed packet by packet but registered as their exit, from a profile
+  worked out once per (dimension, algorithm, type, size) (``astra.profile``); exits sharing a bucket are
+  ordered as the packet path would order them, or ``FastPathFallback`` says the general path must run.
 """
 from __future__ import annotations
 
