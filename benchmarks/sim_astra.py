@@ -51,8 +51,8 @@ for passes in (1, 2):
         try:
             run = lambda: simulate_astra(*args, passes=passes, fast=fast)
             run()
-        except TypeError:            # code without the fast path
-            if not fast:
+        except TypeError:            # code without the fast path: its one path is the general one
+            if fast:
                 continue
             run = lambda: simulate_astra(*args, passes=passes)
         best = float("inf")
@@ -171,18 +171,33 @@ def _launcher() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "codesign"]
 
 
-def _env(code: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(code)}
+def _env(code: Path, cache: bool = True) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    if cache:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
 
 
-def whole_process(code: Path, workload: Path, repeat: int) -> list[float]:
+def _set_bytecode(code: Path, cache: bool) -> None:
+    """Warm codesign's bytecode cache in ``code`` (one run writes it), or remove it (every run compiles)."""
+    if cache:
+        subprocess.run(_launcher() + ["--help"], env=_env(code), cwd=code, check=True, capture_output=True)
+        return
+    for d in (code / "codesign").rglob("__pycache__"):
+        for f in d.glob("*.pyc"):
+            f.unlink()
+
+
+def whole_process(code: Path, workload: Path, repeat: int, cache: bool = True) -> list[float]:
     """Wall times of ``codesign simulate --astra-*`` as a new process, importing codesign from ``code``."""
     cmd = _launcher() + ["simulate", "--astra-workload", str(workload), "--astra-network", str(TORUS),
                          "--astra-system", str(TORUS_SYS)]
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
-        subprocess.run(cmd, env=_env(code), cwd=code, check=True, capture_output=True)
+        subprocess.run(cmd, env=_env(code, cache), cwd=code, check=True, capture_output=True)
         times.append(time.perf_counter() - t)
     return times
 
@@ -207,18 +222,23 @@ def main(baseline: Path | None = None, repeat: int = 15) -> str:
     say()
     say(f"Whole process, `{' '.join(Path(c).name for c in _launcher()[:1])} simulate --astra-workload W "
         "--astra-network sample_Torus3D.json --astra-system sample_torus_sys.txt` (1 pass; best and median")
-    say(f"of {repeat} runs, the codes alternating run by run):")
+    say(f"of {repeat} runs, the codes alternating run by run), with codesign's bytecode cached (Python's")
+    say("default) and without it (PYTHONDONTWRITEBYTECODE=1 and no __pycache__: every run compiles codesign):")
     say()
-    say("| code | workload | best (s) | median (s) |")
-    say("|---|---|---|---|")
-    for wl in (RESNET, DLRM):
-        runs: dict[str, list[float]] = {name: [] for name, _ in codes}
-        for _ in range(repeat):
-            for name, code in codes:
-                runs[name] += whole_process(code, wl, 1)
-        for name, _ in codes:
-            t = sorted(runs[name])
-            say(f"| {name} | {wl.stem} | {t[0]:.3f} | {t[len(t) // 2]:.3f} |")
+    say("| code | workload | bytecode | best (s) | median (s) |")
+    say("|---|---|---|---|---|")
+    for cache in (True, False):
+        for _, code in codes:
+            _set_bytecode(code, cache)
+        for wl in (RESNET, DLRM):
+            runs: dict[str, list[float]] = {name: [] for name, _ in codes}
+            for _ in range(repeat):
+                for name, code in codes:
+                    runs[name] += whole_process(code, wl, 1, cache)
+            for name, _ in codes:
+                t = sorted(runs[name])
+                say(f"| {name} | {wl.stem} | {'cached' if cache else 'compiled'} | {t[0]:.3f} | "
+                    f"{t[len(t) // 2]:.3f} |")
     say()
     say(f"In process, ResNet-50 on the 4x4x4 torus, parse + simulate (best of {repeat}):")
     say()
