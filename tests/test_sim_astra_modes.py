@@ -424,3 +424,15 @@ def test_walked_ring_and_halving_doubling_profiles_equal_replayed_ones(tmp_path)
                 assert _linear_profile(host, 0, algo, ptype, data) == replayed     # chain walked late
                 compared += 1
     assert compared > 200
+
+
+def test_per_layer_figures_match_astras_end_to_end_csv():
+    """compute, exposed and total communication of every layer, as ASTRA-sim 1.0's EndToEnd.csv has them"""
+    doc = json.loads((DATA / "end_to_end.json").read_text())
+    pairs = {"TORUS": TORUS, "RFS": RFS, "SWITCH": SWITCH, "BUS": BUS}
+    for run in doc["runs"]:
+        r = simulate_astra(*_paths(run["workload"], pairs[run["pair"]]), passes=run["passes"])
+        ours = [[la.name, la.fwd_compute_ns, la.wg_compute_ns, la.ig_compute_ns, la.fwd_exposed_ns,
+                 la.wg_exposed_ns, la.ig_exposed_ns, la.fwd_comm_ns, la.wg_comm_ns, la.ig_comm_ns]
+                for la in r.layers]
+        assert ours == run["layers"], run["workload"]
