@@ -70,7 +70,7 @@ class AstraResult:
     passes: int
     npus: int
     parallelism: str
-    events: int
+    events: int                      # engine events processed (fewer on the fast path)
     collectives: int
     chunks: int
     avg_chunk_latency_ns: tuple[float | None, ...]   # per dimension, init to leaving the queue
