@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 from ..sim.events import EventLoop
 from ..workload.astra import AstraLayer, AstraWorkload, TransformerHeader, parse_astra_workload, transformer_header
 from .algorithms import A2A, AG, AR, RS
@@ -435,6 +435,11 @@ class _Loop:
         self._check_end()
 
 
+def _label(name: str) -> str:
+    """A layer's name for a message: the file may be anything the user named, so at most 20 characters."""
+    return name if len(name) <= 20 else name[:20] + "..."
+
+
 def _layer_policies(wl: AstraWorkload) -> list[str]:
     """Each layer's parallelism for involved_dimensions: the workload's, HYBRID_CUSTOMIZED's 13th field,
     ALL for DLRM's embedding layer (as Workload::initialize_workload)."""
@@ -443,8 +448,8 @@ def _layer_policies(wl: AstraWorkload) -> list[str]:
         if wl.parallelism == "HYBRID_CUSTOMIZED":
             p = layer.parallelism or ""
             if p not in LAYER_PARALLELISMS:
-                raise SpecError(f"layer {layer.name}: HYBRID_CUSTOMIZED needs each layer's parallelism as "
-                                f"its 13th field, one of {', '.join(LAYER_PARALLELISMS)}; got {p!r}",
+                raise SpecError(f"layer {_label(layer.name)}: HYBRID_CUSTOMIZED needs each layer's parallelism "
+                                f"as its 13th field, one of {', '.join(LAYER_PARALLELISMS)}; got {shown(p, 20)}",
                                 file=wl.path, line=layer.line)
             out.append(p)
         elif wl.parallelism == "HYBRID_DLRM" and i == 0:
@@ -546,7 +551,7 @@ def _validate(wl: AstraWorkload, system: AstraSystem, sysl: SystemLayer,
         if not (arg.isascii() and arg.isdigit()) or int(arg) + 1 >= len(wl.layers):
             raise SpecError(f"HYBRID_DLRM needs the 0-based index of the last bottom-MLP layer, below "
                             f"{len(wl.layers) - 1} so a top layer follows it (e.g. 'HYBRID_DLRM 4'), "
-                            f"got {arg!r}", file=wl.path, line=1)
+                            f"got {shown(arg, 20)}", file=wl.path, line=1)
         last_bottom = int(arg)
     unsupported = {"boost-mode": (system.boost_mode, 0),
                    "intra-dimension-scheduling": (system.intra_dimension_scheduling, "FIFO")}
@@ -576,7 +581,7 @@ def _validate(wl: AstraWorkload, system: AstraSystem, sysl: SystemLayer,
                                 "form from fixed endpoint delays", file=system.path,
                                 path="model-shared-bus", line=system.line_of("model-shared-bus"))
             if nbytes < splits:
-                raise SpecError(f"layer {layer.name}: {kind} {ctype} of {nbytes} bytes cannot be split into "
+                raise SpecError(f"layer {_label(layer.name)}: {kind} {ctype} of {nbytes} bytes cannot be split into "
                                 f"{splits} chunks (preferred-dataset-splits); ASTRA-sim 1.0 would never "
                                 "finish it", file=wl.path, line=layer.line)
     return last_bottom
@@ -621,7 +626,7 @@ def simulate_astra(workload_path: str | Path, network_path: str | Path, system_p
     crash on, and for the features this mode does not implement (named in the message). ``confine_to``
     refuses input files outside that folder (``codesign.spec.files.read_user_file``).
 
-    ``fast`` (the default) replays ring and halving-doubling phases from per-size profiles
+    ``fast`` (the default) replays ring, direct and halving-doubling phases from per-size profiles
     (``astra.profile``) where that is provably the same as the packet-level general path, and falls back to
     the general path for the whole run where it cannot tell; ``fast=False`` always runs the general path.
     Both give the same nanoseconds; ``AstraResult.fast_path`` says which one ran.

@@ -162,7 +162,7 @@ def transformer_header(aw: AstraWorkload) -> TransformerHeader:
     values: list[tuple[int, ...]] = []
     for i, label in enumerate(labels):
         if pos >= len(toks) or toks[pos] != label:
-            got = repr(toks[pos]) if pos < len(toks) else "nothing"
+            got = shown(toks[pos], 20) if pos < len(toks) else "nothing"
             raise SpecError(f"{aw.parallelism} needs '{usage}' on line 1; expected {label!r}, got {got}",
                             file=file, line=line)
         pos += 1
@@ -172,7 +172,7 @@ def transformer_header(aw: AstraWorkload) -> TransformerHeader:
         count = take(f"the number of {label[:-1]}")
         values.append(tuple(take(f"{label[:-1]} layer") for _ in range(count)))
     if pos != len(toks):
-        raise SpecError(f"unexpected {toks[pos]!r} on line 1; expected '{usage}'", file=file, line=line)
+        raise SpecError(f"unexpected {shown(toks[pos], 20)} on line 1; expected '{usage}'", file=file, line=line)
     group = values[0][0]
     if group < 1:
         raise SpecError(f"model_parallel_NPU_group must be at least 1, got {group}", file=file, line=line)
