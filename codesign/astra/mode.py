@@ -608,7 +608,7 @@ def _run(wl: AstraWorkload, net: AstraNetwork, system: AstraSystem, passes: int,
     engine = EventLoop()
     sysl = SystemLayer(engine, net, system, ldims, impls)
     sysl.bus = _membus(system, sysl)
-    sysl.fast = fast and sysl.bus is None
+    sysl.set_fast(fast and sysl.bus is None)
     last_bottom = _validate(wl, system, sysl, involved)
     loop = _Loop(wl, sysl, passes, last_bottom, involved, header)
     loop.call()                       # Workload::fire at time 0

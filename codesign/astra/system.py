@@ -92,7 +92,8 @@ class SystemLayer:
                  ldims: list[tuple[int, int, int]] | None = None, impls: dict[str, tuple[str, ...]] | None = None,
                  bus: MemBus | None = None, fast: bool = False) -> None:
         self.engine = engine
-        self.fast = fast                # the fast path (module doc); FastPathFallback when it cannot tell
+        self.fast = False               # the fast path (module doc); FastPathFallback when it cannot tell
+        self.set_fast(fast)
         self.timing = NetworkTiming(net)
         self.system = system
         self.endpoint = system.endpoint_delay
@@ -118,6 +119,11 @@ class SystemLayer:
         self._profiles: dict[tuple[int, str, str, int], PhaseProfile] = {}
         self._fills = 0
         self._in_exits = False
+
+    def set_fast(self, fast: bool) -> None:
+        """Run packet phases on the fast path (their exits from profiles) or packet by packet."""
+        self.fast = fast
+        self._fill = self._fill_fast if fast else self._fill_general
 
     # --- Sys events ---------------------------------------------------------------------------------
     def tick(self) -> int:
@@ -285,13 +291,13 @@ class SystemLayer:
         if q.waiting:
             self._fill(q)
 
-    def _fill(self, q: DimQueue) -> None:
-        """Start waiting chunks while the queue has room (Sys::SchedulerUnit::notify_stream_added)."""
+    #: start waiting chunks while the queue has room (Sys::SchedulerUnit::notify_stream_added):
+    #: ``_fill_general`` or ``_fill_fast``, as ``set_fast`` chose
+    _fill: Callable[[DimQueue], None]
+
+    def _fill_general(self, q: DimQueue) -> None:
         waiting, running = q.waiting, q.running
         if len(running) >= q.threshold:
-            return
-        if self.fast:
-            self._fill_fast(q)
             return
         tick = int(self.engine.now)
         while waiting and len(running) < q.threshold:
@@ -308,6 +314,8 @@ class SystemLayer:
     def _fill_fast(self, q: DimQueue) -> None:
         """The fast path's _fill: a packet phase is one registration of its exit (astra.profile)."""
         waiting, running = q.waiting, q.running
+        if len(running) >= q.threshold:
+            return
         now = self.engine.now
         tick = int(now)
         profiles = self._profiles
