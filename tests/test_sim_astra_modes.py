@@ -396,9 +396,10 @@ def test_the_astra_command_line_imports_no_heavy_library():
 
 
 def test_walked_ring_and_halving_doubling_profiles_equal_replayed_ones(tmp_path):
-    """The fast path walks one-packet phases without an event queue; a full replay gives the same."""
+    """The fast path walks one-packet phases without an event queue (ring in closed form); a full replay
+    gives the same."""
     from codesign.astra.inputs import load_astra_network, load_astra_system
-    from codesign.astra.profile import FastPathFallback, _linear_profile, recorded_profile
+    from codesign.astra.profile import FastPathFallback, _linear_profile, _ring_profile, recorded_profile
     from codesign.astra.system import SystemLayer
     from codesign.sim.events import EventLoop
     rng = random.Random(7)
@@ -422,6 +423,8 @@ def test_walked_ring_and_halving_doubling_profiles_equal_replayed_ones(tmp_path)
                     continue
                 assert _linear_profile(host, 0, algo, ptype, data, True) == replayed
                 assert _linear_profile(host, 0, algo, ptype, data) == replayed     # chain walked late
+                if algo == "ring":                                                  # in closed form
+                    assert _ring_profile(host, 0, ptype, data) == replayed
                 compared += 1
     assert compared > 200
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from heapq import heappop, heappush
 from typing import Any
 
-from .algorithms import PacketPhase, processing_ns
+from .algorithms import A2A, AG, AR, RS, PacketPhase, processing_ns
 
 __all__ = ["FastPathFallback", "PhaseProfile", "profile_phase", "recorded_profile"]
 
@@ -213,9 +213,44 @@ def _linear_profile(host: Any, dim: int, algo: str, ptype: str, data: int,
         ph._received(None)
 
 
+def _ring_profile(host: Any, dim: int, ptype: str, data: int) -> PhaseProfile:
+    """A ring phase in closed form: ``_linear_profile``'s walk, with PacketPhase's bookkeeping written out.
+
+    Packets k = 0..count (count = the messages sent) are inserted at the start and at each receive; every
+    n-th one opens a round (it goes out without a reduction) and flips the round's toggle, so packet k is
+    reduced when it is not the first of its round and the phase reduces there (reduce-scatter always,
+    all-reduce in its first, third... round). Packet k's endpoint visit and reduction end at its send;
+    the send of packet ``count`` never happens: that is the exit.
+    """
+    n, phys, stride = host.ldims[dim]
+    e = host.endpoint
+    if ptype == AG:
+        count, msg = n - 1, data
+    else:
+        msg = data // n
+        count = 2 * (n - 1) if ptype == AR else n * (n - 1) // 2 if ptype == A2A else n - 1
+    t = host.timing.message_ns(phys, msg, stride)
+    if t != int(t):
+        raise FastPathFallback("a fractional message time")
+    reduce_ns = processing_ns(msg)
+    inserted = 0.0
+    k = 0
+    while True:
+        reduced = k % n != 0 and (ptype == RS or (ptype == AR and (k // n) % 2 == 0))
+        proc = reduce_ns if reduced else None
+        general = inserted + e + (reduce_ns if reduced else 0)
+        if k == count:
+            return PhaseProfile(inserted, proc, int(general), None,
+                                lambda: _linear_profile(host, dim, "ring", ptype, data, True).chain)
+        inserted = general + t
+        k += 1
+
+
 def profile_phase(host: Any, dim: int, algo: str, ptype: str, data: int) -> PhaseProfile:
-    """Replay one ring, direct or halving-doubling phase from time 0 and record how it ends."""
-    if algo in ("ring", "halvingDoubling"):
+    """Work out one ring, direct or halving-doubling phase from time 0: how and when it ends."""
+    if algo == "ring":
+        return _ring_profile(host, dim, ptype, data)
+    if algo == "halvingDoubling":
         return _linear_profile(host, dim, algo, ptype, data)
     return recorded_profile(host, dim, algo, ptype, data)
 
