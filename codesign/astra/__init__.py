@@ -1,8 +1,10 @@
 """ASTRA-sim 1.0 compatibility: its system/network inputs and its analytical semantics.
 
 ``inputs`` reads ASTRA-sim's network JSON and system text files; ``algorithms`` and ``system`` model its
-collective algorithms and its system layer on codesign's event loop (``codesign.sim.events``); ``mode``
-runs an ASTRA-sim workload with them (``simulate_astra``, times in ns). The ASTRA-sim workload reader is
+collective algorithms and its system layer on codesign's event loop (``codesign.sim.events``), ``membus``
+its LogGP shared bus, ``profile`` the fast path's per-phase profiles; ``mode`` runs an ASTRA-sim workload
+with them (``simulate_astra``, times in ns): every training loop of ASTRA-sim 1.0's Workload.cc but
+distributed inference (docs/astra-sim-modes.md). The ASTRA-sim workload reader is
 ``codesign.workload.astra``, with the other workload formats.
 """
 from __future__ import annotations

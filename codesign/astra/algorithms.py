@@ -15,6 +15,7 @@ the SimpleMemory that ASTRA 1.0's analytical front end builds: one write and two
 from __future__ import annotations
 
 from collections import deque
+from functools import partial
 from typing import Any, Protocol
 
 from ..errors import SpecError
@@ -163,6 +164,8 @@ class Host(Protocol):
     engine: EventLoop
     timing: NetworkTiming
     endpoint: int
+    ldims: list[tuple[int, int, int]]   # per logical dimension: NPUs, physical dimension, stride in it
+    bus: Any                            # membus.MemBus when model-shared-bus is on, else None
 
     def register(self, delay: int, fn: Any, arg: Any = None) -> None: ...
     def phase_exit(self, stream: Any) -> None: ...
@@ -171,12 +174,13 @@ class Host(Protocol):
 class PacketPhase:
     """Ring, direct (AllToAll) and halving-doubling phases: ASTRA's packet state machine on node 0."""
 
-    __slots__ = ("host", "stream", "dim", "n", "kind", "ptype", "par", "nz_round", "count", "free",
+    __slots__ = ("host", "stream", "dim", "stride", "n", "kind", "ptype", "par", "nz_round", "count", "free",
                  "received", "zero", "nz", "toggle", "packets", "msg", "dist", "halving")
 
     def __init__(self, host: Host, stream: Any, dim: int, algo: str, ptype: str, data: int) -> None:
-        self.host, self.stream, self.dim, self.ptype = host, stream, dim, ptype
-        n = self.n = host.timing.npus[dim]
+        self.host, self.stream, self.ptype = host, stream, ptype
+        self.n, self.dim, self.stride = host.ldims[dim]   # logical NPUs; physical dim and stride in it
+        n = self.n
         self.free = self.received = self.zero = self.nz = 0
         self.toggle = False
         self.packets: deque[tuple[int, int]] = deque()
@@ -209,10 +213,13 @@ class PacketPhase:
             self.zero, self.nz, self.toggle = self.par, self.nz_round, not self.toggle
         if self.zero > 0:               # goes out straight after the endpoint visit
             self.zero -= 1
-            processed = False
+            processed = send_back = False
+            to_ma = True
         elif self.nz > 0:               # a received packet: reduce it first if it carries partials
+            send_back = self.nz > self.par
             self.nz -= 1
             processed = self.ptype == RS or (self.ptype == AR and self.toggle)
+            to_ma = False
         else:
             raise RuntimeError("ASTRA packet machine ran out of packets")   # cannot happen
         size = self.msg
@@ -226,7 +233,12 @@ class PacketPhase:
                     self.halving, self.dist, self.msg = False, self.dist // 2, self.msg * 2
             else:
                 self.dist, self.msg = self.dist // 2, self.msg * 2
-        self.host.register(self.host.endpoint, self._bundle, size if processed else -1)
+        bus = self.host.bus
+        if bus is None:                 # the endpoint visit: a fixed wait
+            self.host.register(self.host.endpoint, self._bundle, size if processed else -1)
+        else:                           # the shared bus (LogGP), NPU to MA before a send, MA to NPU after
+            deliver = partial(self._bundle, size if processed else -1)
+            (bus.to_ma if to_ma else bus.to_npu)(size, processed, send_back, deliver)
 
     def _bundle(self, processed_bytes: int) -> None:
         if processed_bytes >= 0:
@@ -252,7 +264,7 @@ class PacketPhase:
         size, dist = self.packets.popleft()
         host = self.host
         eng = host.engine
-        eng.schedule(eng.now + host.timing.message_ns(self.dim, size, dist), self._received)
+        eng.schedule(eng.now + host.timing.message_ns(self.dim, size, dist * self.stride), self._received)
         self.count -= 1
         self.free -= 1
 

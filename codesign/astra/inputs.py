@@ -4,12 +4,18 @@ Both formats are ASTRA-sim's own (docs/astra-sim-1.0.md, "Inputs"; its sample fi
 tests/data/astra/). Units are ASTRA's: latencies in ns (1 cycle = 1 ns),
 link bandwidth in GB/s per link (the analytical backend reads it GiB-based, bytes/ns = GB/s x 2^30/1e9),
 HBM bandwidth in GB/s read as bytes/ns, endpoint delay in cycles. Defaults are those of ASTRA-sim 1.0's
-analytical front end; anything malformed raises SpecError naming the file, the key and what was expected.
+analytical front end; anything malformed raises SpecError naming the file, the line, the key and what was
+expected, with the nearest valid key or value when there is one.
+
+Values are checked with the project's validation toolkit, ``codesign.spec.readers`` (``section`` for
+unknown or missing keys, ``number`` for numbers, ``choice`` for words). A value that is plainly valid (a
+number in range, a known key) is taken here without loading the toolkit, whose YAML layer costs the
+command line ~20 ms at start-up; anything else goes to the toolkit, which accepts it or raises its error.
 """
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass
+import struct
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +84,9 @@ class AstraSystem:
     boost_mode: int = 0
     intra_dimension_scheduling: str = "FIFO"
     inter_dimension_scheduling: str = "baseline"
-    model_shared_bus: int = 0
+    model_shared_bus: int = 0                   # 1: the LogGP shared bus (astra.membus)
+    local_reduction_delay: int = 1              # cycles per 100 bytes reduced on the shared bus
+    loggp: dict[str, float] = field(default_factory=dict)   # L, o, g, G when given (C floats, as ASTRA)
     lines: tuple[tuple[str, int], ...] = ()     # (key, line) for error messages
 
     def line_of(self, key: str) -> int | None:
@@ -89,27 +97,55 @@ class AstraSystem:
         return None
 
 
-def _nearest(word: str, choices: tuple[str, ...] | list[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def _read(path: str | Path, what: str, confine_to: Path | None) -> str:
     return read_user_file(path, what=f"{what} file", confine_to=confine_to)
 
 
+def _readers() -> Any:
+    from ..spec import readers
+    return readers
+
+
 def _number(v: Any, file: str, key: str, *, integer: bool = False, minimum: float = 0.0,
-            strict: bool = False) -> float | int:
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool)
-    if ok and integer:
-        ok = float(v).is_integer()
-    if not ok:
-        raise SpecError(f"expected {'a whole number' if integer else 'a number'}, got {shown(v, 20)}",
-                        file=file, path=key)
-    if v < minimum or (strict and v == minimum):
-        raise SpecError(f"expected a value {'>' if strict else '>='} {minimum:g}, got {shown(v, 20)}",
-                        file=file, path=key)
-    return int(v) if integer else float(v)
+            strict: bool = False, line: int | None = None) -> float | int:
+    """readers.number for one value at ``key``: >= minimum (> with ``strict``), a whole number with
+    ``integer``. Plain in-range numbers are taken directly (readers.number would return them unchanged)."""
+    t = type(v)
+    if (t is int or (t is float and v - v == 0)) and (v > minimum or (v == minimum and not strict)) \
+            and (not integer or v == int(v)):
+        return int(v) if integer else float(v)
+    r = _readers()
+    x = r.number(r.Ctx(file), v, key, line, lo=minimum, integer=integer, lo_open=strict)
+    return int(x) if integer else x
+
+
+def _choice(v: Any, file: str, key: str, options: tuple[str, ...], line: int | None = None) -> str:
+    """readers.choice for one value: one of ``options``, else an error with the nearest option."""
+    if v in options:
+        return v
+    r = _readers()
+    return r.choice(r.Ctx(file), _LineMap({key: v}, {key: line}), key, "", options)
+
+
+def _known_keys(m: dict[str, Any], file: str, allowed: tuple[str, ...], required: tuple[str, ...] = (),
+                lines: dict[str, int] | None = None) -> None:
+    """readers.section: no unknown key (with the nearest valid one), no missing required key."""
+    if all(k in allowed for k in m) and all(k in m for k in required):
+        return
+    r = _readers()
+    r.section(r.Ctx(file), _LineMap(m, lines or {}), "", allowed, required)
+
+
+class _LineMap(dict):
+    """A mapping that tells readers the line of each key (as the YAML reader's YMap does)."""
+
+    def __init__(self, values: dict[str, Any], lines: dict[str, int | None]) -> None:
+        super().__init__(values)
+        self.key_lines = lines
+        self.line = min((n for n in lines.values() if n), default=None)
+
+    def line_of(self, key: object) -> int | None:
+        return self.key_lines.get(key, self.line)   # type: ignore[call-overload]
 
 
 def load_astra_network(path: str | Path, *, confine_to: Path | None = None) -> AstraNetwork:
@@ -120,10 +156,7 @@ def load_astra_network(path: str | Path, *, confine_to: Path | None = None) -> A
     raw = parse_json(text, file, "network file")
     if not isinstance(raw, dict):
         raise SpecError("expected a JSON object with per-dimension lists", file=file)
-    for key in raw:
-        if key not in _NET_KEYS:
-            raise SpecError(f"unknown key{_nearest(key, _NET_KEYS)}; expected one of "
-                            f"{', '.join(_NET_KEYS)}", file=file, path=key)
+    _known_keys(raw, file, _NET_KEYS)
     name = raw.get("topology-name", "Hierarchical")
     if name != "Hierarchical":
         raise SpecError(f"only the Hierarchical analytical topology exists in ASTRA-sim 1.0, got "
@@ -148,11 +181,7 @@ def load_astra_network(path: str | Path, *, confine_to: Path | None = None) -> A
         lists[key] = v
     dims = []
     for i in range(count):
-        topo = lists["topologies-per-dim"][i]
-        if topo not in TOPOLOGIES:
-            near = _nearest(topo, TOPOLOGIES) if isinstance(topo, str) else ""
-            raise SpecError(f"unknown topology {shown(topo, 20)}{near}; expected "
-                            f"one of {', '.join(TOPOLOGIES)}", file=file, path=f"topologies-per-dim[{i}]")
+        topo = _choice(lists["topologies-per-dim"][i], file, f"topologies-per-dim[{i}]", TOPOLOGIES)
 
         def num(key: str, **kw: Any) -> Any:
             return _number(lists[key][i], file, f"{key}[{i}]", **kw)  # noqa: B023 - called at once
@@ -182,22 +211,26 @@ def _implementations(value: str, file: str, key: str, line: int) -> tuple[str, .
     for a in algos:
         base = a
         for prefix in ("oneDirect", "direct"):
-            if a.startswith(prefix) and a[len(prefix):].isdigit():
+            if a.startswith(prefix) and a[len(prefix):].isascii() and a[len(prefix):].isdigit():
                 base = prefix          # a direct window, e.g. direct4
-        if base not in COLLECTIVE_ALGORITHMS:
-            raise SpecError(f"unknown collective algorithm {shown(a, 20)}{_nearest(a, COLLECTIVE_ALGORITHMS)}; "
-                            f"expected per-dimension algorithms joined by '_' from "
-                            f"{', '.join(COLLECTIVE_ALGORITHMS)}", file=file, path=key, line=line)
+        _choice(base, file, key, COLLECTIVE_ALGORITHMS, line)
     if not algos:
-        raise SpecError("expected at least one algorithm", file=file, path=key, line=line)
+        raise SpecError("expected at least one algorithm, joined by '_' (one per dimension)", file=file,
+                        path=key, line=line)
     return algos
+
+
+def _float32(x: float) -> float:
+    """ASTRA-sim 1.0 keeps L, o, g and G in C floats."""
+    return struct.unpack("f", struct.pack("f", x))[0]
 
 
 def load_astra_system(path: str | Path, *, confine_to: Path | None = None) -> AstraSystem:
     """Read an ASTRA-sim 1.0 system file: one ``key: value`` per line. ``confine_to``: refuse a file outside
     this folder."""
     file = str(path)
-    values: dict[str, tuple[str, int]] = {}
+    values: dict[str, str] = {}
+    lines: dict[str, int] = {}
     for n, raw_line in enumerate(_read(path, "system", confine_to).splitlines(), start=1):
         if not raw_line.strip():
             continue
@@ -205,45 +238,43 @@ def load_astra_system(path: str | Path, *, confine_to: Path | None = None) -> As
         key, value = key.strip(), value.strip()
         if not colon:
             raise SpecError(f"expected 'key: value', got {shown(raw_line.strip(), 20)}", file=file, line=n)
-        if key not in _SYS_KEYS:
-            raise SpecError(f"unknown key {shown(key, 20)}{_nearest(key, _SYS_KEYS)}", file=file, path=key,
-                            line=n)
         if key in values:
-            raise SpecError(f"key given twice (first on line {values[key][1]})", file=file, path=key,
-                            line=n)
+            raise SpecError(f"key given twice (first on line {lines[key]})", file=file, path=key, line=n)
+        values[key] = value
+        lines[key] = n
+        _known_keys({key: value}, file, _SYS_KEYS, lines={key: n})
         if len(value.split()) != 1:
             raise SpecError(f"expected one value, got {shown(value, 20)}", file=file, path=key, line=n)
-        values[key] = (value, n)
-    for key in _SYS_REQUIRED:
-        if key not in values:
-            raise SpecError("missing key (ASTRA-sim 1.0 has no default for it)", file=file, path=key)
+    _known_keys(values, file, _SYS_KEYS, _SYS_REQUIRED, lines)
 
     def integer(key: str, default: int, minimum: int) -> int:
         if key not in values:
             return default
-        v, n = values[key]
+        v = values[key]
+        plain = v.isascii() and v.isdigit()
+        return int(_number(int(v) if plain else v, file, key, integer=True, minimum=minimum, line=lines[key]))
+
+    def real(key: str) -> float:
+        v = values[key]
         try:
-            x = int(v)
+            x = float(v)
         except ValueError:
-            raise SpecError(f"expected a whole number, got {shown(v, 20)}", file=file, path=key, line=n) from None
-        if x < minimum:
-            raise SpecError(f"expected a whole number >= {minimum}, got {x}", file=file, path=key,
-                            line=n)
-        return x
+            x = v               # not a number: readers.number explains
+        return float(_number(x, file, key, line=lines[key]))
 
     def choice(key: str, default: str, options: tuple[str, ...]) -> str:
         if key not in values:
             return default
-        v, n = values[key]
-        if v not in options:
-            raise SpecError(f"expected one of {', '.join(options)}, got {shown(v, 20)}{_nearest(v, options)}",
-                            file=file, path=key, line=n)
-        return v
+        return _choice(values[key], file, key, options, lines[key])
 
     def impl(key: str) -> tuple[str, ...]:
-        v, n = values[key]
-        return _implementations(v, file, key, n)
+        return _implementations(values[key], file, key, lines[key])
 
+    loggp: dict[str, float] = {}
+    for k in ("L", "o", "g", "G"):
+        if k in values:
+            x = _float32(real(k))
+            loggp[k] = x if k == "G" else float(int(x))   # L, o, g become whole cycles (Tick)
     return AstraSystem(
         path=file,
         scheduling_policy=choice("scheduling-policy", "LIFO", ("LIFO", "FIFO")),
@@ -264,4 +295,6 @@ def load_astra_system(path: str | Path, *, confine_to: Path | None = None) -> As
                                           ("baseline", "ascending", "themis", "offlineGreedy",
                                            "themisFlex", "offlineGreedyFlex", "roundRobin")),
         model_shared_bus=integer("model-shared-bus", 0, 0),
-        lines=tuple((k, n) for k, (_, n) in values.items()))
+        local_reduction_delay=integer("local-reduction-delay", 1, 0),
+        loggp=loggp,
+        lines=tuple(lines.items()))

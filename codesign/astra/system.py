@@ -8,22 +8,37 @@
   and starts waiting chunks by collective priority, then arrival at that queue.
 - A chunk moves to its next phase only once every NPU has finished the phase; the last NPU releases
   that barrier after node 0's bucket of the tick, so phase exits are applied at the end of the bucket.
+- Collectives run over *logical* dimensions: the network's own, or, when a HYBRID_TRANSFORMER's
+  model-parallel group ends inside a dimension, that dimension split in two (Sys::break_dimension); each
+  logical dimension has its own queue and maps to a physical dimension and a stride inside it. A
+  collective takes part only in the dimensions its layer involves (``involved``), as Sys::generate_collective.
+- Priorities follow Sys::get_priority: the loop asks for the system file's policy (``NONE``), for LIFO or
+  FIFO explicitly (the hybrid loops do), or for the highest priority (DLRM's embedding all-to-alls).
+- ``fast``: packet phases are not replayed packet by packet but registered as their exit, from a profile
+  worked out once per (dimension, algorithm, type, size) (``astra.profile``); exits sharing a bucket are
+  ordered as the packet path would order them, or ``FastPathFallback`` says the general path must run.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from heapq import heappop, heappush
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
 from ..sim.events import EventLoop
 from .algorithms import A2A, AG, AR, RS, NetworkTiming, PacketPhase, one_direct_ns, one_ring_ns, tree_ns
 from .inputs import AstraNetwork, AstraSystem
+from .profile import FastPathFallback, PhaseProfile, profile_phase
+
+if TYPE_CHECKING:
+    from .membus import MemBus
 
 HIGHEST_PRIORITY = 100_000_000   # Sys::get_priority for SchedulingPolicy::HIGHEST (DLRM all-to-alls)
 _IMPL_KEY = {AR: "all-reduce-implementation", AG: "all-gather-implementation",
              RS: "reduce-scatter-implementation", A2A: "all-to-all-implementation"}
 _TIMED = ("doubleBinaryTree", "oneRing", "oneDirect")   # asymmetric: duration over all NPUs
+POLICIES = ("NONE", "LIFO", "FIFO", "HIGHEST")
+ALL = (True,) * 10        # ASTRA's involved-dimension vectors have 10 entries
 
 
 class Collective:
@@ -43,7 +58,7 @@ class Collective:
 class Stream:
     """One chunk of a collective walking its phases: (dim, algorithm, phase type, input bytes)."""
 
-    __slots__ = ("priority", "coll", "phases", "step", "queue", "last_init")
+    __slots__ = ("priority", "coll", "phases", "step", "queue", "last_init", "chain", "tail")
 
     def __init__(self, priority: int, coll: Collective, phases: list[tuple[int, str, str, int]]) -> None:
         self.priority = priority
@@ -52,6 +67,8 @@ class Stream:
         self.step = 0
         self.queue: DimQueue | None = None
         self.last_init = 0
+        self.chain: Any = None      # fast path: (profile or None, start, start number, started in exits)
+        self.tail: Any = None       # fast path: the current phase's last steps (see PhaseProfile)
 
 
 class DimQueue:
@@ -71,12 +88,22 @@ class DimQueue:
 class SystemLayer:
     """Node 0's system layer: Sys buckets, collective generation, queues, phase transitions."""
 
-    def __init__(self, engine: EventLoop, net: AstraNetwork, system: AstraSystem) -> None:
+    def __init__(self, engine: EventLoop, net: AstraNetwork, system: AstraSystem,
+                 ldims: list[tuple[int, int, int]] | None = None, impls: dict[str, tuple[str, ...]] | None = None,
+                 bus: MemBus | None = None, fast: bool = False) -> None:
         self.engine = engine
+        self.fast = False               # the fast path (module doc); FastPathFallback when it cannot tell
+        self.set_fast(fast)
         self.timing = NetworkTiming(net)
         self.system = system
         self.endpoint = system.endpoint_delay
-        self.npus = self.timing.npus
+        # logical dimensions: (NPUs, physical dimension, stride of its NPUs inside the physical one)
+        self.ldims = ldims if ldims is not None else [(n, d, 1) for d, n in enumerate(self.timing.npus)]
+        self.npus = [n for n, _, _ in self.ldims]
+        self.impls = impls if impls is not None else {
+            AR: system.all_reduce_implementation, AG: system.all_gather_implementation,
+            RS: system.reduce_scatter_implementation, A2A: system.all_to_all_implementation}
+        self.bus = bus
         self.queues = [DimQueue(d, system.active_chunks_per_dimension) for d in range(len(self.npus))]
         self.lifo = system.scheduling_policy == "LIFO"
         self.priority_counter = 0
@@ -87,8 +114,16 @@ class SystemLayer:
         self._buckets: dict[int, list[Any]] = {}
         self._in_bucket = False
         self._exits: list[Stream] = []
-        self._plans: dict[str, list[tuple[int, str, str]]] = {}
+        self._plans: dict[tuple[str, tuple[bool, ...]], list[tuple[int, str, str]]] = {}
         self._timed: dict[tuple[str, int, str, int], float] = {}
+        self._profiles: dict[tuple[int, str, str, int], PhaseProfile] = {}
+        self._fills = 0
+        self._in_exits = False
+
+    def set_fast(self, fast: bool) -> None:
+        """Run packet phases on the fast path (their exits from profiles) or packet by packet."""
+        self.fast = fast
+        self._fill = self._fill_fast if fast else self._fill_general
 
     # --- Sys events ---------------------------------------------------------------------------------
     def tick(self) -> int:
@@ -101,24 +136,29 @@ class SystemLayer:
         key = int(now + delay)        # == tick + delay for whole-cycle delays
         bucket = self._buckets.get(key)
         if bucket is None:
-            self._buckets[key] = [fn, arg]
+            self._buckets[key] = [(fn, arg)]
             self.engine.schedule(now + delay, self._run_bucket, key)
         else:
-            bucket.append(fn)
-            bucket.append(arg)
+            bucket.append((fn, arg))
 
     def _run_bucket(self, key: int) -> None:
         bucket = self._buckets[key]
         self._in_bucket = True
-        i = 0
-        while i < len(bucket):          # events registered with delay 0 join this same bucket
-            bucket[i](bucket[i + 1])
-            i += 2
+        for fn, arg in bucket:          # events registered with delay 0 join this same bucket
+            fn(arg)
         del self._buckets[key]
         self._in_bucket = False
         if self._exits:
             # the last NPU releases the phase barrier after node 0's bucket for this tick has run
             exits, self._exits = self._exits, []
+            if self.fast:
+                if len(exits) > 1:
+                    exits = self._exit_order(exits)
+                self._in_exits = True
+                for stream in exits:
+                    self._proceed(stream)
+                self._in_exits = False
+                return
             for stream in exits:
                 self._proceed(stream)
 
@@ -136,26 +176,27 @@ class SystemLayer:
             fn(None)
 
     # --- collectives ------------------------------------------------------------------------------
-    def plan(self, ctype: str) -> list[tuple[int, str, str]]:
-        """Phases of one chunk of a ``ctype`` collective: (dim, algorithm, phase type).
+    def plan(self, ctype: str, involved: tuple[bool, ...] = ALL) -> list[tuple[int, str, str]]:
+        """Phases of one chunk of a ``ctype`` collective over the ``involved`` logical dimensions:
+        (logical dim, algorithm, phase type). Sys::generate_collective's loops.
 
         Raises SpecError when the system file's algorithms do not fit the network.
         """
-        plan = self._plans.get(ctype)
+        key = (ctype, involved)
+        plan = self._plans.get(key)
         if plan is not None:
             return plan
         sysf = self.system
-        impl = {AR: sysf.all_reduce_implementation, AG: sysf.all_gather_implementation,
-                RS: sysf.reduce_scatter_implementation, A2A: sysf.all_to_all_implementation}[ctype]
-        key = _IMPL_KEY[ctype]
-        where = dict(file=sysf.path, path=key, line=sysf.line_of(key))
+        impl = self.impls[ctype]
+        name = _IMPL_KEY[ctype]
+        where = dict(file=sysf.path, path=name, line=sysf.line_of(name))
         if impl[0].startswith("one"):
             # one logical ring/direct over all NPUs: a single phase that uses dimension 0's queue
             if len(impl) != 1 or impl[0] not in ("oneRing", "oneDirect"):
                 raise SpecError(f"{'_'.join(impl)}: codesign's ASTRA-sim mode takes oneRing or "
                                 "oneDirect alone (no window, no oneHalvingDoubling)", **where)
-            plan = [(0, impl[0], ctype)] if self.timing.total > 1 else []
-            self._plans[ctype] = plan
+            plan = [(0, impl[0], ctype)] if self.timing.total > 1 and involved[0] else []
+            self._plans[key] = plan
             return plan
         if len(impl) != len(self.npus) or any(a.startswith("one") for a in impl):
             raise SpecError(f"has {len(impl)} algorithm(s) but the network has {len(self.npus)} "
@@ -168,6 +209,7 @@ class SystemLayer:
                                 **where)
             if a == "halvingDoubling" and ctype == A2A:
                 raise SpecError("halvingDoubling has no all-to-all in ASTRA-sim 1.0", **where)
+        active = [d for d in active if involved[d]]
         if ctype == AR and sysf.collective_optimization == "localBWAware" and active:
             last = active[-1]
             plan = ([(d, impl[d], RS) for d in active[:-1]] + [(last, impl[last], AR)]
@@ -175,22 +217,25 @@ class SystemLayer:
         else:
             order = list(reversed(active)) if ctype == AG else active
             plan = [(d, impl[d], ctype) for d in order]
-        self._plans[ctype] = plan
+        self._plans[key] = plan
         return plan
 
-    def _priority(self, highest: bool) -> int:
-        if highest:
+    def _priority(self, policy: str) -> int:
+        """Sys::get_priority: LIFO counts up, FIFO down, NONE follows the system file's policy."""
+        if policy == "HIGHEST":
             return HIGHEST_PRIORITY
         p = self.priority_counter
-        self.priority_counter += 1 if self.lifo else -1   # LIFO: later is higher; FIFO: lower
+        lifo = self.lifo if policy == "NONE" else policy == "LIFO"
+        self.priority_counter += 1 if lifo else -1   # LIFO: later is higher; FIFO: lower
         return p
 
-    def generate(self, ctype: str, nbytes: int, highest: bool = False) -> Collective | None:
+    def generate(self, ctype: str, nbytes: int, policy: str = "NONE",
+                 involved: tuple[bool, ...] = ALL) -> Collective | None:
         """Issue a collective of ``nbytes``; None when no dimension takes part (ASTRA: inactive)."""
-        plan = self.plan(ctype)
+        plan = self.plan(ctype, involved)
         splits = self.system.preferred_dataset_splits
         chunk = nbytes // splits
-        priority = self._priority(highest)   # taken before the chunk loop, even when inactive
+        priority = self._priority(policy)    # taken before the chunk loop, even when inactive
         if not plan:
             return None
         if chunk == 0:
@@ -222,7 +267,7 @@ class SystemLayer:
             coll = stream.coll
             coll.finished += 1
             if coll.finished == coll.total:
-                coll.finish_tick = self.tick()
+                coll.finish_tick = int(self.engine.now)
                 if coll.callback is not None:
                     coll.callback(coll.arg)
             if prev is not None:
@@ -233,19 +278,32 @@ class SystemLayer:
         self.arrivals += 1
         heappush(q.waiting, (-stream.priority, self.arrivals, stream))
         if prev is not None:
-            self._removed(prev, stream)      # the freed queue starts its next chunk first
+            # the freed queue starts its next chunk first (Sys::SchedulerUnit::notify_stream_removed)
+            prev.latency_ns += int(self.engine.now) - stream.last_init
+            prev.chunks += 1
+            if prev.waiting:
+                self._fill(prev)
         self._fill(q)
 
     def _removed(self, q: DimQueue, stream: Stream) -> None:
-        q.latency_ns += self.tick() - stream.last_init
+        q.latency_ns += int(self.engine.now) - stream.last_init
         q.chunks += 1
-        self._fill(q)
+        if q.waiting:
+            self._fill(q)
 
-    def _fill(self, q: DimQueue) -> None:
-        while q.waiting and len(q.running) < q.threshold:
-            stream = heappop(q.waiting)[2]
-            q.running.append(stream)
-            stream.last_init = self.tick()
+    #: start waiting chunks while the queue has room (Sys::SchedulerUnit::notify_stream_added):
+    #: ``_fill_general`` or ``_fill_fast``, as ``set_fast`` chose
+    _fill: Callable[[DimQueue], None]
+
+    def _fill_general(self, q: DimQueue) -> None:
+        waiting, running = q.waiting, q.running
+        if len(running) >= q.threshold:
+            return
+        tick = int(self.engine.now)
+        while waiting and len(running) < q.threshold:
+            stream = heappop(waiting)[2]
+            running.append(stream)
+            stream.last_init = tick
             dim, algo, ptype, data = stream.phases[stream.step]
             stream.step += 1
             if algo in _TIMED:
@@ -253,12 +311,99 @@ class SystemLayer:
             else:
                 PacketPhase(self, stream, dim, algo, ptype, data).start()
 
+    def _fill_fast(self, q: DimQueue) -> None:
+        """The fast path's _fill: a packet phase is one registration of its exit (astra.profile)."""
+        waiting, running = q.waiting, q.running
+        if len(running) >= q.threshold:
+            return
+        now = self.engine.now
+        tick = int(now)
+        profiles = self._profiles
+        while waiting and len(running) < q.threshold:
+            stream = heappop(waiting)[2]
+            running.append(stream)
+            stream.last_init = tick
+            dim, algo, ptype, data = stream.phases[stream.step]
+            stream.step += 1
+            self._fills += 1
+            if algo in _TIMED:
+                t = self._timed_ns(algo, dim, ptype, data)
+                if t != int(t):
+                    raise FastPathFallback("a fractional phase time")
+                stream.chain = (None, now, self._fills, self._in_exits)
+                self.register(t, self.phase_exit, stream)
+                continue
+            key = (dim, algo, ptype, data)
+            prof = profiles.get(key)
+            if prof is None:
+                prof = profiles[key] = profile_phase(self, dim, algo, ptype, data)
+            stream.chain = (prof, now, self._fills, self._in_exits)
+            if self.endpoint > 0:
+                # the exit's bucket is in the future either way, so it can be registered now: only the
+                # exits' order inside that bucket depends on when, and _exit_order restores it
+                self.register(prof.exit_delay, self.phase_exit, stream)
+            else:
+                # with no endpoint wait the exit's bucket may be the receive's own tick, which may have
+                # run already: register from the receive, as the packet path does
+                stream.tail = prof
+                self.engine.schedule(now + prof.last_receive, self._virtual_receive, stream)
+
+    # --- the fast path's virtual phases ---------------------------------------------------------------
+    def _virtual_receive(self, stream: Stream) -> None:
+        self.register(self.endpoint, self._virtual_bundle, stream)
+
+    def _virtual_bundle(self, stream: Stream) -> None:
+        proc = stream.tail.processing
+        if proc is None:
+            self.phase_exit(stream)
+        else:
+            self.register(proc, self.phase_exit, stream)
+
+    def _exit_order(self, exits: list[Stream]) -> list[Stream]:
+        """The order ASTRA's event queue gives phase exits that fall in one bucket, from what caused them.
+
+        Two exits are ordered by the events that registered them; events at different times run in time
+        order, two receives at one time in the order they were sent, two entries of one bucket in the
+        order they were registered, so the comparison walks each exit's causes back (``PhaseProfile.chain``)
+        until they differ, ending at the phases' starts (in start order). When the causes are a receive and
+        a bucket entry at the same time, or an exit of a phase whose causes were not recorded, the order
+        would depend on events the fast path skipped: it gives up and the run is redone on the general path.
+        """
+        def item(c: Any, i: int) -> tuple[float, str]:
+            offsets, start = (() if c[0] is None else c[0].chain), c[1]
+            if i < len(offsets):
+                off, kind = offsets[i]
+                return start + off, kind
+            return start, "S"
+
+        def cmp(a: Stream, b: Stream) -> int:
+            ca, cb = a.chain, b.chain
+            if ca is None or cb is None:
+                raise FastPathFallback("an exit of a packet-level phase shares a bucket")
+            i = 0
+            while True:
+                (ta, ka), (tb, kb) = item(ca, i), item(cb, i)
+                if ta != tb:
+                    return -1 if ta < tb else 1
+                if ka == kb == "S":
+                    return -1 if ca[2] < cb[2] else 1
+                if ka != kb:
+                    if ka == "S" and kb == "B" and ca[3]:
+                        return 1          # a start in end-of-bucket exits runs after the bucket's entries
+                    if kb == "S" and ka == "B" and cb[3]:
+                        return -1
+                    raise FastPathFallback("a receive and a bucket entry at one time")
+                i += 1
+
+        from functools import cmp_to_key
+        return sorted(exits, key=cmp_to_key(cmp))
+
     def _timed_ns(self, algo: str, dim: int, ptype: str, data: int) -> float:
         key = (algo, dim, ptype, data)
         t = self._timed.get(key)
         if t is None:
             if algo == "doubleBinaryTree":
-                t = tree_ns(self.timing, dim, data, self.endpoint)
+                t = tree_ns(self.timing, self.ldims[dim][1], data, self.endpoint)
             elif algo == "oneRing":
                 t = one_ring_ns(self.timing, ptype, data, self.endpoint)
             else:

@@ -61,6 +61,8 @@ class AstraWorkload:
 
 
 def _int(tok: str, file: str, line: int, what: str) -> int:
+    if tok.isascii() and tok.isdigit():   # the common case: plain digits
+        return int(tok)
     try:
         v = float(tok)
     except ValueError:
@@ -125,6 +127,61 @@ def parse_astra_workload(path: str | Path, *, confine_to: Path | None = None) ->
             line=n))
     return AstraWorkload(path=file, parallelism=head[0], args=tuple(head[1:]), layers=tuple(layers),
                          header_line=n0)
+
+
+@dataclass(frozen=True)
+class TransformerHeader:
+    """Line 1 of a HYBRID_TRANSFORMER workload: the model-parallel group and, for
+    HYBRID_TRANSFORMER_FWD_IN_BCKWD, the checkpoint layers and the layers that start a re-computation."""
+
+    group: int                          # model_parallel_NPU_group: NPUs of one model-parallel group
+    checkpoints: tuple[int, ...] = ()   # 0-based layer indices
+    initiates: tuple[int, ...] = ()     # checkpoint_initiates, 0-based layer indices
+
+
+def transformer_header(aw: AstraWorkload) -> TransformerHeader:
+    """Read ``model_parallel_NPU_group: G`` and, for ..._FWD_IN_BCKWD, ``checkpoints: K l1 .. lK
+    checkpoint_initiates: M i1 .. iM`` from line 1, as ASTRA-sim 1.0 reads them (a label, then numbers)."""
+    file, line = aw.path, aw.header_line
+    toks = list(aw.args)
+    labels = ["model_parallel_NPU_group:"]
+    if aw.parallelism == "HYBRID_TRANSFORMER_FWD_IN_BCKWD":
+        labels += ["checkpoints:", "checkpoint_initiates:"]
+    usage = " ".join(f"{lab} {'G' if i == 0 else 'K l1 .. lK'}" for i, lab in enumerate(labels))
+    pos = 0
+
+    def take(what: str) -> int:
+        nonlocal pos
+        if pos >= len(toks):
+            raise SpecError(f"{aw.parallelism} needs '{usage}' on line 1; {what} is missing", file=file,
+                            line=line)
+        v = _int(toks[pos], file, line, what)
+        pos += 1
+        return v
+
+    values: list[tuple[int, ...]] = []
+    for i, label in enumerate(labels):
+        if pos >= len(toks) or toks[pos] != label:
+            got = shown(toks[pos], 20) if pos < len(toks) else "nothing"
+            raise SpecError(f"{aw.parallelism} needs '{usage}' on line 1; expected {label!r}, got {got}",
+                            file=file, line=line)
+        pos += 1
+        if i == 0:
+            values.append((take("model_parallel_NPU_group"),))
+            continue
+        count = take(f"the number of {label[:-1]}")
+        values.append(tuple(take(f"{label[:-1]} layer") for _ in range(count)))
+    if pos != len(toks):
+        raise SpecError(f"unexpected {shown(toks[pos], 20)} on line 1; expected '{usage}'", file=file, line=line)
+    group = values[0][0]
+    if group < 1:
+        raise SpecError(f"model_parallel_NPU_group must be at least 1, got {group}", file=file, line=line)
+    for label, layers in zip(labels[1:], values[1:]):
+        for i in layers:
+            if i >= len(aw.layers):
+                raise SpecError(f"{label[:-1]} layer {i} does not exist; the workload has layers 0.."
+                                f"{len(aw.layers) - 1}", file=file, line=line)
+    return TransformerHeader(group, *values[1:])
 
 
 def _comm(kind: str, nbytes: int) -> Comm | None:
