@@ -1,0 +1,205 @@
+"""The replay must not change what it answers when it gets faster.
+
+``tests/reference_replay.py`` is the replay as it was before the speed work (commit 7020241), frozen.
+Every field of every SimResult (and of its Realized, with ``record=True``) must be identical, float for
+float, between it and ``codesign.sim.replay.simulate``: on the shipped problems at several designs, on
+some of the ACE study's problems (DLRM's urgent collectives, no overlap, the ideal and baseline
+engines), and on small random problems covering every engine, parallelism, collective, algorithm,
+chunk count, SRAM size, dispatch rule (LIFO, FIFO, fixed priorities with iteration offsets),
+``overlap: false`` and iteration count.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import codesign
+import reference_replay
+from codesign.platform.endpoint import Design, Engine, Option, design_of
+from codesign.platform.topology import Dim, Topology
+from codesign.problem.model import ScheduleSpec
+from codesign.schedule.iteration import build_iteration
+from codesign.sim.replay import simulate
+from codesign.workload.model import Comm, Compute, Layer, Workload
+
+from conftest import ROOT, problem
+from test_platform_lp import cases as platform_lp_cases
+
+
+def same(a, b, path: str = "result") -> None:
+    """``a`` and ``b`` are identical: floats bit for bit (NaN equal to NaN, 0.0 apart from -0.0), dicts with
+    the same keys in the same order, dataclasses field by field."""
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        assert type(a).__name__ == type(b).__name__, path
+        for f in dataclasses.fields(a):
+            same(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert isinstance(a, float) and isinstance(b, float), f"{path}: {a!r} against {b!r}"
+        assert (a == b and math.copysign(1.0, a) == math.copysign(1.0, b)) or (a != a and b != b), \
+            f"{path}: {a!r} against {b!r}"
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b), f"{path}: keys {list(a)[:8]} against {list(b)[:8]}"
+        for k in a:
+            same(a[k], b[k], f"{path}[{k!r}]")
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b), f"{path}: length {len(a)} against {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, f"{path}[{i}]")
+    else:
+        assert type(a) is type(b) and a == b, f"{path}: {a!r} against {b!r}"
+
+
+def _run(sim, p, design, kw):
+    try:
+        return sim(p, design, **kw)
+    except Exception as e:  # a replay that stalls (or rejects its input) must do so in both
+        return (type(e).__name__, str(e))
+
+
+def check(p, design, **kw) -> None:
+    same(_run(simulate, p, design, kw), _run(reference_replay.simulate, p, design, kw))
+
+
+# ------------------------------------------------------------------ the shipped problems
+
+def _designs(engine: Engine) -> list[Design]:
+    """The smallest and largest option of every resource, and a mix of the two."""
+    rs = list(engine.resources)
+    picks = [{r: 0 for r in rs}, {r: len(engine.resources[r]) - 1 for r in rs},
+             {r: (len(engine.resources[r]) - 1) * (i % 2) for i, r in enumerate(rs)},
+             {r: (len(engine.resources[r]) - 1) // 2 for r in rs}]
+    out = []
+    for c in picks:
+        d = design_of(engine, c)
+        if d not in out:
+            out.append(d)
+    return out
+
+
+SHIPPED = ["quickstart", "resnet50_ace_torus3d", "resnet50_baseline_torus3d", "resnet50_ace_optimize_torus3d",
+           "gnmt_ace_torus2d"]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_problems_at_several_designs(name):
+    p = codesign.load_problem(ROOT / "problems" / f"{name}.yaml")
+    for i, d in enumerate(_designs(p.engine)):
+        check(p, d, record=(i == 0))
+
+
+def test_resnet50_at_the_benchmark_design_with_every_dispatch_rule():
+    p = codesign.load_problem(ROOT / "problems" / "resnet50_ace_torus3d.yaml")
+    d = Design("ace", {"sram": 8 * 2**20, "alu": 128e9, "dma": 128e9})
+    K = len(build_iteration(p.workload).comms)
+    check(p, d, record=True)
+    check(p, d, policy="fifo", iterations=5)
+    check(p, d, order=tuple((k, k % 3 == 0) for k in reversed(range(K))), record=True)
+    small = Design("ace", {"sram": 256 * 2**10, "alu": 64e9, "dma": 64e9})
+    check(p, small, order=tuple((k, 0) for k in range(K)), iterations=9)
+
+
+PAPER = ["dlrm_n16_ace", "dlrm_n16_baseline", "dlrm_n16_ideal", "dlrm_n16_no_overlap", "dlrm_n16_comm_opt",
+         "gnmt_n16_no_overlap", "gnmt_n16_baseline", "resnet50_n16_ideal", "resnet50_n16_no_overlap"]
+
+
+@pytest.mark.parametrize("name", PAPER)
+def test_paper_problems(name):
+    p = codesign.load_problem(ROOT / "problems" / "paper" / f"{name}.yaml")
+    designs = _designs(p.engine)
+    check(p, designs[0], record=True)
+    if len(designs) > 1:
+        check(p, designs[-1], policy="fifo")
+
+
+# ------------------------------------------------------------------ small random problems
+
+US = 1e-6
+
+
+@st.composite
+def computes(draw) -> Compute:
+    if draw(st.integers(0, 3)) == 0:  # a roofline task: FLOPs and HBM bytes
+        return Compute(flops=draw(st.floats(1e6, 4e9)), hbm_bytes=draw(st.sampled_from([0.0, 1e5, 3e7])))
+    return Compute(time_s=draw(st.floats(0.2, 40.0)) * US)
+
+
+@st.composite
+def comms(draw, ndims: int) -> Comm:
+    kind = draw(st.sampled_from(["all_reduce", "all_to_all", "reduce_scatter", "all_gather"]))
+    dims = None
+    if ndims > 1 and draw(st.booleans()):
+        dims = tuple(sorted(draw(st.sets(st.integers(0, ndims - 1), min_size=1, max_size=ndims))))
+    return Comm(kind, draw(st.floats(0.02, 6.0)) * 1e6, dims)
+
+
+@st.composite
+def cases(draw):
+    ndims = draw(st.integers(1, 4))
+    topo = Topology(tuple(Dim(f"d{i}", kind := draw(st.sampled_from(["ring", "switch", "fully_connected"])),
+                              draw(st.integers(1 if i else 2, 5)), draw(st.integers(1, 3)),
+                              draw(st.floats(10e9, 200e9)), draw(st.floats(0, 5e-7)),
+                              draw(st.sampled_from(["", "halving_doubling"] + (["ring"] if kind == "ring" else []))))
+                          for i in range(ndims)))
+    par = draw(st.sampled_from(["data", "data", "model", "hybrid_data_model", "hybrid_dlrm", "micro"]))
+    n = draw(st.integers(2 if par == "hybrid_dlrm" else 1, 5))
+    maybe = st.one_of(st.none(), comms(ndims))
+    layers = []
+    for i in range(n):
+        fwd = draw(maybe) if par != "data" else None
+        ig = draw(maybe) if par != "data" else None
+        if par == "hybrid_dlrm" and i == 0:
+            fwd, ig = draw(comms(ndims)), draw(comms(ndims))
+        wg = draw(maybe) if i else draw(comms(ndims))
+        layers.append(Layer(f"l{i}", draw(computes()), draw(computes()), draw(computes()), fwd, ig, wg,
+                            update_s=draw(st.floats(0, 3.0)) * US))
+    w = Workload("w", par, tuple(layers), dlrm_last_bottom=draw(st.integers(1, n - 1)) if par == "hybrid_dlrm" else None)
+    kind = draw(st.sampled_from(["ace", "ace", "baseline", "ideal"]))
+    if kind == "ace":
+        v = {"sram": draw(st.sampled_from([64e3, 256e3, 1e6, 8e6])), "alu": draw(st.floats(20e9, 600e9)),
+             "dma": draw(st.floats(20e9, 800e9))}
+    elif kind == "baseline":
+        v = {"comm_cores": float(draw(st.integers(1, 16))), "comm_hbm_share": draw(st.floats(0.05, 0.6))}
+    else:
+        v = {}
+    eng = Engine(kind, {r: (Option(x),) for r, x in v.items()}, endpoint_delay_s=draw(st.sampled_from([0.0, 1e-9, 2e-8])))
+    p = problem(w, topo, eng, order=draw(st.sampled_from(["lifo", "fifo", "optimize"])), chunks=draw(st.integers(1, 6)))
+    if draw(st.booleans()):
+        p = dataclasses.replace(p, schedule=ScheduleSpec(p.schedule.order, p.schedule.chunks, overlap=False))
+    kw = {"iterations": draw(st.integers(4, 9)), "record": draw(st.booleans())}
+    how = draw(st.sampled_from(["default", "policy", "order"]))
+    if how == "policy":
+        kw["policy"] = draw(st.sampled_from(["lifo", "fifo"]))
+    elif how == "order":
+        K = len(build_iteration(w, p.schedule.overlap).comms)
+        perm = draw(st.permutations(range(K)))
+        kw["order"] = tuple((k, draw(st.integers(0, 1))) for k in perm)
+    return p, Design(kind, v), kw
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_random_problems(case):
+    p, design, kw = case
+    check(p, design, **kw)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(platform_lp_cases(), st.sampled_from([None, "lifo", "fifo"]), st.booleans())
+def test_random_data_parallel_problems(case, policy, record):
+    """test_platform_lp's problems (data parallel, every engine, contention, overlap or not)."""
+    p, design = case
+    check(p, design, policy=policy, record=record)
+
+
+def test_both_check_their_arguments_alike():
+    t = Compute(time_s=1e-6)
+    w = Workload("w", "data", (Layer("l0", t, t, t, weight_grad_comm=Comm("all_reduce", 1e6)),))
+    p = problem(w, Topology((Dim("d0", "ring", 2, 1, 10e9, 0.0),)), Engine("ideal"))
+    check(p, Design("ideal", {}), iterations=4)
+    for sim in (simulate, reference_replay.simulate):
+        with pytest.raises(ValueError):
+            sim(p, Design("ideal", {}), iterations=3)
