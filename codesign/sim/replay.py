@@ -24,7 +24,6 @@ from ..platform.pools import (PhaseWork, Pools, alone_rate, compute_rate, oversu
                               sram_need)
 from ..problem.model import Problem
 from ..schedule.iteration import Order, build_iteration
-from .events import EventLoop
 
 INF = float("inf")
 EPS = 1e-12
@@ -77,299 +76,474 @@ class SimResult:
     realized: Realized | None = None
 
 
+def _compute_hbm_rate(task, npu, rate: float) -> float:
+    """HBM bytes/s a compute task draws at progress rate ``rate`` (fraction per second)."""
+    if task.time_s is not None:
+        return task.time_s * npu.compute_hbm_utilization * npu.hbm_bandwidth * rate
+    return (task.hbm_bytes or 0.0) * rate
+
+
 class _Replay:
+    """One replay. The set-up turns the problem into flat tables (per collective its phases as work ids,
+    per work its dimension, wire bytes and alone time); ``run`` is the event loop.
+
+    How it is fast, and why it still answers exactly what the straightforward replay did (the frozen
+    copy in tests/reference_replay.py, checked field by field): every floating-point operation that
+    reaches an output is the same operation on the same operands in the same order; what is saved is
+    the rest.
+    - A dimension serves one chunk-phase at a time, so the active set is at most one phase per
+      dimension, kept in start order (the order the rates are computed in).
+    - The rates of an active set depend only on the (link time, memory bytes, reduction bytes) of its
+      phases, in order, and the pools: they are computed once per distinct sequence (``pools.phase_rates``
+      itself), with the memory and reduction traffic they draw and whether a pool is oversubscribed; the
+      compute rate once per such sequence and compute task. A replay meets a few hundred sequences and
+      repeats them thousands of times.
+    - Of the event heap only the wake-ups after a collective's delay remain a heap: a rate change
+      supersedes the pending completion, so the loop keeps one pending completion and counts (as the
+      event core did: every scheduled event is processed, a superseded one by doing nothing) instead of
+      queueing what would be discarded.
+    - Accumulators are locals, per dimension lists, priorities one integer, and nothing is formatted
+      per event.
+    """
+
     def __init__(self, problem: Problem, design: Design, order: Order | None, iterations: int,
                  record: bool = False, policy: str | None = None) -> None:
         self.p, self.design = problem, design
         # dispatch by issue order when no order is given: the problem's policy, LIFO for order: optimize
         self.lifo = (policy or (problem.schedule.order if problem.schedule.order in ("lifo", "fifo") else "lifo")) == "lifo"
-        self.limited = {"memory": False, "reduction": False, "sram": False}
         self.record = record
         self.ref = iterations - 3  # the reference iteration: the first of the two measured
-        # (recording) the last chunk-phase each dimension started, and the chunk leaving the SRAM now
-        self.last_on_dim: list[tuple[int, int, int, int] | None] = [None] * len(problem.topology.dims)
-        self.leaving: tuple[int, int, int] | None = None
-        self.rec: dict[str, dict] = {"start": {}, "end": {}, "pred": {}, "admitted": {}, "after": {},
-                                     "cstart": {}, "cend": {}}
         self.it = build_iteration(problem.workload, problem.schedule.overlap)
         self.pools = Pools.of(problem.engine, problem.npu, design)
         self.kind = problem.engine.kind
         self.max_iter = iterations
-        self.eng = EventLoop()
         self.order_pos = None
         if order is not None:
             self.order_pos = {k: (pos, off) for pos, (k, off) in enumerate(order)}
         self._prepare_collectives()
-        self.waits: dict[int, list[tuple[int, int, float]]] = {}
-        self.releases: dict[int, list[int]] = {}
-        for c in self.it.comms:
-            self.waits.setdefault(c.wait_before, []).append((c.index, 1 if c.next_iteration else 0, c.delay_s))
-            self.releases.setdefault(c.issue_after, []).append(c.index)
-        D = len(problem.topology.dims)
-        self.queues: list[list] = [[] for _ in range(D)]
-        self.dim_busy = [False] * D
-        self.active: dict[int, list] = {}    # id -> [PhaseWork, remaining, rate, chunk]
-        self.compute: list | None = None     # [task index, iteration, remaining, rate]
-        self.next_id = 0
-        self.arrivals = 0
-        self.issue_seq = 0
-        self.version = 0
-        self.last = 0.0
-        self.n, self.j = 0, 0
-        self.done: dict[tuple[int, int], float] = {}
-        self.chunks_left: dict[tuple[int, int], int] = {}
-        self.sent: dict[tuple[int, int], float] = {}
-        self.sram_free = self.pools.sram
-        self.sram_queue: list = []
-        self.iter_start: list[float] = []
-        self.snaps: list[dict[str, float]] = []
-        self.acc = {"compute": 0.0, "nominal": 0.0, "comm_any": 0.0, "hbm_comm": 0.0, "hbm_compute": 0.0,
-                    "reduce": 0.0, "sram": 0.0, "sram_wait": 0.0, **{f"dim{d}": 0.0 for d in range(D)},
-                    **{f"alone{d}": 0.0 for d in range(D)}}
-        self.sram_peak = 0.0
-        self.hbm_peak = 0.0
-        self.timeline: list[tuple[str, str, str, float, float]] = []
-        self.compute_started = 0.0
 
     # ------------------------------------------------------------------ set-up
     def _prepare_collectives(self) -> None:
+        """Per collective its phases as ids into the table of distinct PhaseWorks (collectives of the same
+        size and span share them), its chunks and chunk bytes, and the bytes it should put on the wire."""
+        p = self.p
+        k = p.schedule.chunks
+        by_comm: dict = {}
         self.works: list[list[PhaseWork]] = []
         self.nchunks: list[int] = []
         self.chunk_bytes: list[float] = []
         self.expected: dict[int, float] = {}
         for c in self.it.comms:
-            k = self.p.schedule.chunks
-            dem = collective_demands(c.comm, self.p.topology, self.p.engine, k)
-            wires = [ph.wire_bytes for ph in phases(c.comm, self.p.topology, dem.chunk_bytes)]
-            self.works.append([phase_work(dem, i, self.kind, wires[i]) for i in range(len(wires))])
+            got = by_comm.get(c.comm)
+            if got is None:
+                dem = collective_demands(c.comm, p.topology, p.engine, k)
+                wires = [ph.wire_bytes for ph in phases(c.comm, p.topology, dem.chunk_bytes)]
+                got = by_comm[c.comm] = ([phase_work(dem, i, self.kind, wires[i]) for i in range(len(wires))],
+                                         dem.chunk_bytes, sum(ph.wire_bytes for ph in phases(c.comm, p.topology)))
+            self.works.append(got[0])
             self.nchunks.append(k)
-            self.chunk_bytes.append(dem.chunk_bytes)
-            self.expected[c.index] = sum(ph.wire_bytes for ph in phases(c.comm, self.p.topology))
+            self.chunk_bytes.append(got[1])
+            self.expected[c.index] = got[2]
 
-    # ------------------------------------------------------------------ fluid bookkeeping
-    def _advance(self) -> None:
-        now = self.eng.now
-        dt = now - self.last
-        if dt <= 0:
-            return
-        acc = self.acc
-        mem_rate = 0.0
-        red_rate = 0.0
-        for item in self.active.values():
-            w, rate = item[0], item[2]
-            item[1] -= rate * dt
-            mem_rate += w.memory_bytes * rate
-            red_rate += w.reduce_bytes * rate
-            acc[f"dim{w.dim}"] += dt
-        if self.active:
-            acc["comm_any"] += dt
-        acc["hbm_comm"] += mem_rate * dt
-        acc["reduce"] += red_rate * dt
-        if self.compute is not None:
-            j, _, _, rate = self.compute
-            self.compute[2] -= rate * dt
-            acc["compute"] += dt
-            task = self.it.computes[j].demand
-            acc["hbm_compute"] += self._compute_hbm_rate(task, rate) * dt
-        acc["sram"] += (self.pools.sram - self.sram_free) * dt if math.isfinite(self.pools.sram) else 0.0
-        acc["sram_wait"] += len(self.sram_queue) * dt
-        self.last = now
+    # ------------------------------------------------------------------ the event loop
+    def run(self) -> SimResult:  # noqa: C901 (one loop on purpose: locals are what make it fast)
+        p, it, pools, record = self.p, self.it, self.pools, self.record
+        npu, kind = p.npu, self.kind
+        D = len(p.topology.dims)
+        K = len(it.comms)
+        max_iter = self.max_iter
+        computes = it.computes
+        J = len(computes)
 
-    def _compute_hbm_rate(self, task, rate: float) -> float:
-        """HBM bytes/s a compute task draws at progress rate ``rate`` (fraction per second)."""
-        npu = self.p.npu
-        if task.time_s is not None:
-            return task.time_s * npu.compute_hbm_utilization * npu.hbm_bandwidth * rate
-        return (task.hbm_bytes or 0.0) * rate
+        # --- work tables: a work id per distinct PhaseWork; a rate class per distinct (link, memory, reduce)
+        wid_of: dict[PhaseWork, int] = {}
+        w_dim: list[int] = []
+        w_wire: list[float] = []
+        w_inv_alone: list[float] = []
+        w_cls: list[int] = []
+        cls_of: dict[tuple[float, float, float], int] = {}
+        cls_rep: list[PhaseWork] = []
+        seqw: list[list[int]] = []
+        for ws in self.works:
+            ids = []
+            for w in ws:
+                wid = wid_of.get(w)
+                if wid is None:
+                    wid = wid_of[w] = len(w_dim)
+                    w_dim.append(w.dim)
+                    w_wire.append(w.wire_bytes)
+                    w_inv_alone.append(1.0 / alone_rate(w, pools))
+                    ck = (w.link_s, w.memory_bytes, w.reduce_bytes)
+                    cl = cls_of.get(ck)
+                    if cl is None:
+                        cl = cls_of[ck] = len(cls_rep)
+                        cls_rep.append(w)
+                    w_cls.append(cl)
+                ids.append(wid)
+            seqw.append(ids)
+        nph = [len(s) for s in seqw]
+        first_dim = [w_dim[s[0]] if s else -1 for s in seqw]
 
-    def _recompute(self) -> None:
-        items = list(self.active.values())
-        works = [it[0] for it in items]
-        rates = phase_rates(works, self.pools)
-        if works:
-            mem_over, red_over = oversubscribed(works, self.pools)
-            self.limited["memory"] |= mem_over
-            self.limited["reduction"] |= red_over
-        mem = 0.0
-        for it, r in zip(items, rates):
-            it[2] = r
-            mem += it[0].memory_bytes * r
-        nxt = INF
-        for it in items:
-            nxt = min(nxt, max(it[1], 0.0) / it[2] if it[2] > 0 else INF)
-        if self.compute is not None:
-            task = self.it.computes[self.compute[0]].demand
-            r = compute_rate(task, self.p.npu, self.pools, bool(self.active), mem, self.kind)
-            self.compute[3] = r
-            nxt = min(nxt, max(self.compute[2], 0.0) / r if r > 0 else INF)
-            mem += self._compute_hbm_rate(task, r)
-        self.hbm_peak = max(self.hbm_peak, mem)
-        self.version += 1
-        if nxt < INF:
-            self.eng.schedule(self.eng.now + nxt, self._tick, self.version)
+        # --- compute tasks: a class per distinct demand (the rate memo's key), their time alone
+        tc_of: dict = {}
+        task_cls: list[int] = []
+        tc_task: list = []
+        nominal_of: list[float] = []
+        for ct in computes:
+            tc = tc_of.get(ct.demand)
+            if tc is None:
+                tc = tc_of[ct.demand] = len(tc_task)
+                tc_task.append(ct.demand)
+            task_cls.append(tc)
+            nominal_of.append(max(compute_time_terms(ct.demand, npu, npu.cores, npu.hbm_bandwidth)))
+        waits: list[list[tuple[int, int]]] = [[] for _ in range(J)]
+        releases: list[list[int]] = [[] for _ in range(J)]
+        for c in it.comms:
+            waits[c.wait_before].append((c.index, 1 if c.next_iteration else 0))
+            releases[c.issue_after].append(c.index)
+        delay = [c.delay_s for c in it.comms]
+        comm_name = [c.name for c in it.comms]
+        urgent = [c.urgent for c in it.comms]
+        nchunks = self.nchunks
+        dim_row = [f"dim{d}" for d in range(D)]
+        cnames = [(c.name, c.kind) for c in computes]
 
-    def _tick(self, version: int) -> None:
-        if version != self.version:
-            return
-        self._advance()
-        # finished: what is left would take less time than the clock can resolve at this magnitude
-        # (otherwise a remainder below the float spacing of ``now`` never shrinks and the replay spins)
-        tol = 1e-15 + 4e-16 * self.eng.now
-        finished = [i for i, it in self.active.items() if it[1] <= 1e-9 or it[1] <= tol * it[2]]
-        for i in finished:
-            self._phase_done(i)
-        if self.compute is not None and (self.compute[2] <= 1e-9 or self.compute[2] <= tol * self.compute[3]):
-            self._compute_done()
-        self._start_phases()
-        self._recompute()
+        # priorities as one integer: (urgency, rank) lexicographically, urgent first
+        order_pos = self.order_pos
+        lifo = self.lifo
+        span = 1 << 62
+        if order_pos is not None:
+            span = max(span, 4 * (K + 1) * (max_iter + 2 + max((abs(off) for _, off in order_pos.values()), default=0)))
 
-    # ------------------------------------------------------------------ network
-    def _priority(self, k: int, n: int) -> tuple:
-        urgent = 0 if self.it.comms[k].urgent else 1
-        if self.order_pos is not None:
-            pos, off = self.order_pos[k]
-            return (urgent, (n - off) * len(self.it.comms) + pos)
-        self.issue_seq += 1
-        return (urgent, -self.issue_seq if self.lifo else self.issue_seq)
+        S = pools.sram
+        sram_finite = math.isfinite(S)
+        need = [sram_need(b, S) for b in self.chunk_bytes] if sram_finite else []
+        free = S
+        sram_queue: list = []
+        sram_peak = 0.0
+        leaving = None
 
-    def _release(self, k: int, n: int) -> None:
-        key = (k, n)
-        works = self.works[k]
-        if not works:
-            self._collective_done(key)
-            return
-        prio = self._priority(k, n)
-        self.chunks_left[key] = self.nchunks[k]
-        self.sent[key] = 0.0
-        for c in range(self.nchunks[k]):
-            chunk = [key, 0, prio, c]
-            if math.isfinite(self.pools.sram):
-                self.arrivals += 1
-                heappush(self.sram_queue, (prio, self.arrivals, chunk))
-            else:
-                if self.record:
-                    self.rec["admitted"][(k, n, c)] = self.eng.now
-                    self.rec["after"][(k, n, c)] = None
-                self._enqueue(chunk)
-        self._admit()
+        # --- dimension slots: the active chunk-phase of each dimension (work id, or -1 when idle)
+        slot_w = [-1] * D
+        slot_chunk: list = [None] * D
+        slot_start = [0.0] * D
+        rem = [0.0] * D
+        rate = [0.0] * D
+        order: list[int] = []  # active dimensions in the order their phases started
+        ocls: list[int] = []   # their rate classes, the memo's key
+        queues: list[list] = [[] for _ in range(D)]
+        dims = range(D)
 
-    def _admit(self) -> None:
-        while self.sram_queue:
-            chunk = self.sram_queue[0][2]
-            need = sram_need(self.chunk_bytes[chunk[0][0]], self.pools.sram)
-            if need > self.sram_free * (1 + 1e-12):
-                self.limited["sram"] = True
+        # --- rates, once per active sequence: (rates, memory rate, reduction rate, {task class: (rate, hbm)})
+        memo: dict[tuple[int, ...], tuple] = {}
+        lim_mem = lim_red = lim_sram = False
+        hbm_peak = 0.0
+
+        # --- accumulators (the reference's ``acc``)
+        a_compute = a_nominal = a_comm_any = a_hbm_comm = a_hbm_compute = a_reduce = a_sram = a_sram_wait = 0.0
+        accd = [0.0] * D
+        alone = [0.0] * D
+        iter_start: list[float] = []
+        snaps: list[tuple] = []
+        timeline: list[tuple[str, str, str, float, float]] = []
+        tl_comm_from = max_iter - 5
+        tl_compute_from = max_iter - 4
+
+        # --- compute
+        comp_j = None  # the running task's index, or None
+        comp_n = 0
+        comp_rem = comp_rate = comp_h = 0.0
+        comp_tc = 0
+        compute_started = 0.0
+        nn = jj = 0  # the next task to run: iteration nn, task jj
+        done: dict[tuple[int, int], float] = {}
+        rels: dict[tuple[int, int], list] = {}  # (k, n) -> [chunks left, bytes sent]
+
+        # --- recording
+        last_on_dim: list = [None] * D
+        rec_start: dict = {}
+        rec_end: dict = {}
+        rec_pred: dict = {}
+        rec_adm: dict = {}
+        rec_after: dict = {}
+        rec_cstart: dict = {}
+        rec_cend: dict = {}
+
+        # --- events: one pending completion (INF: none) and a heap of wake-ups, ordered by (time, sequence)
+        now = 0.0
+        last = 0.0
+        seq = 0
+        events = 0
+        tick_t = INF
+        tick_s = 0
+        wakes: list[tuple[float, int]] = []
+        arrivals = 0
+        issue_seq = 0
+
+        def try_compute() -> None:
+            nonlocal comp_j, comp_n, comp_rem, comp_rate, comp_tc, compute_started, a_nominal
+            if comp_j is not None or nn >= max_iter:
                 return
-            heappop(self.sram_queue)
-            if self.record:
-                (k, n), c = chunk[0], chunk[3]
-                self.rec["admitted"][(k, n, c)] = self.eng.now
-                self.rec["after"][(k, n, c)] = self.leaving
-            self.sram_free -= need
-            self.sram_peak = max(self.sram_peak, self.pools.sram - self.sram_free)
-            self._enqueue(chunk)
+            n, j = nn, jj
+            for k, back in waits[j]:
+                m = n - back
+                if m < 0:
+                    continue
+                ready = done.get((k, m))
+                if ready is None or ready > now + EPS:
+                    return  # a collective's completion or its wake-up will call back
+            if j == 0:
+                iter_start.append(now)
+                snaps.append((a_compute, a_nominal, a_comm_any, a_hbm_comm, a_hbm_compute, a_reduce, a_sram,
+                              a_sram_wait, tuple(accd), tuple(alone)))
+            comp_j, comp_n, comp_rem, comp_rate, comp_tc = j, n, 1.0, 0.0, task_cls[j]
+            compute_started = now
+            if record:
+                rec_cstart[(j, n)] = now
+            a_nominal += nominal_of[j]
 
-    def _enqueue(self, chunk: list) -> None:
-        w = self.works[chunk[0][0]][chunk[1]]
-        self.arrivals += 1
-        heappush(self.queues[w.dim], (chunk[2], self.arrivals, chunk))
+        def collective_done(k: int, n: int) -> None:
+            nonlocal seq, events
+            t = now + delay[k]
+            done[(k, n)] = t
+            if delay[k] > 0:
+                seq += 1
+                events += 1
+                heappush(wakes, (t, seq))
+            else:
+                try_compute()
 
-    def _start_phases(self) -> None:
-        for d, q in enumerate(self.queues):
-            if not self.dim_busy[d] and q:
-                chunk = heappop(q)[2]
-                self.dim_busy[d] = True
-                self.next_id += 1
-                w = self.works[chunk[0][0]][chunk[1]]
-                self.active[self.next_id] = [w, 1.0, 0.0, chunk, self.eng.now]
-                if self.record:
-                    x = (chunk[0][0], chunk[0][1], chunk[3], chunk[1])  # k, n, c, i
-                    self.rec["start"][x] = self.eng.now
-                    self.rec["pred"][x] = self.last_on_dim[d]
-                    self.last_on_dim[d] = x
-                self.acc[f"alone{d}"] += 1.0 / alone_rate(w, self.pools)
+        def admit() -> None:
+            nonlocal free, sram_peak, lim_sram, arrivals
+            while sram_queue:
+                chunk = sram_queue[0][2]
+                nd = need[chunk[0]]
+                if nd > free * (1 + 1e-12):
+                    lim_sram = True
+                    return
+                heappop(sram_queue)
+                if record:
+                    x = (chunk[0], chunk[1], chunk[2])
+                    rec_adm[x] = now
+                    rec_after[x] = leaving
+                free -= nd
+                if S - free > sram_peak:
+                    sram_peak = S - free
+                arrivals += 1
+                heappush(queues[first_dim[chunk[0]]], (chunk[4], arrivals, chunk))
 
-    def _phase_done(self, i: int) -> None:
-        w, _, _, chunk, start = self.active.pop(i)
-        self.dim_busy[w.dim] = False
-        key = chunk[0]
-        if self.record:
-            self.rec["end"][(key[0], key[1], chunk[3], chunk[1])] = self.eng.now
-        self.sent[key] += w.wire_bytes
-        if key[1] >= self.max_iter - 5:  # enough to cover the measured window, whichever iteration issued it
-            self.timeline.append((f"dim{w.dim}", self.it.comms[key[0]].name, "comm", start, self.eng.now))
-        chunk[1] += 1
-        if chunk[1] < len(self.works[key[0]]):
-            self._enqueue(chunk)
-            return
-        if math.isfinite(self.pools.sram):
-            self.sram_free += sram_need(self.chunk_bytes[key[0]], self.pools.sram)
-            self.leaving = (key[0], key[1], chunk[3])
-            self._admit()
-            self.leaving = None
-        self.chunks_left[key] -= 1
-        if self.chunks_left[key] == 0:
-            self._collective_done(key)
+        def release(k: int, n: int) -> None:
+            nonlocal arrivals, issue_seq
+            if not nph[k]:
+                collective_done(k, n)
+                return
+            u = 0 if urgent[k] else span
+            if order_pos is not None:
+                pos, off = order_pos[k]
+                prio = u + (n - off) * K + pos
+            else:
+                issue_seq += 1
+                prio = u + (-issue_seq if lifo else issue_seq)
+            key = (k, n)
+            rel = rels.get(key)
+            if rel is None:
+                rel = rels[key] = [nchunks[k], 0.0]
+            else:  # released again (the same (k, n)): its counts restart, as the reference's dicts did
+                rel[0], rel[1] = nchunks[k], 0.0
+            q = queues[first_dim[k]]
+            for c in range(nchunks[k]):
+                chunk = [k, n, c, 0, prio, rel]
+                arrivals += 1
+                if sram_finite:
+                    heappush(sram_queue, (prio, arrivals, chunk))
+                else:
+                    if record:
+                        rec_adm[(k, n, c)] = now
+                        rec_after[(k, n, c)] = None
+                    heappush(q, (prio, arrivals, chunk))
+            if sram_finite:
+                admit()
 
-    def _collective_done(self, key: tuple[int, int]) -> None:
-        c = self.it.comms[key[0]]
-        self.done[key] = self.eng.now + c.delay_s
-        if c.delay_s > 0:
-            self.eng.schedule(self.done[key], self._wake, None)
-        else:
-            self._try_compute()
+        def compute_done() -> None:
+            nonlocal comp_j, jj, nn
+            j, n = comp_j, comp_n
+            comp_j = None
+            if record:
+                rec_cend[(j, n)] = now
+            if n >= tl_compute_from:
+                timeline.append(("compute", cnames[j][0], cnames[j][1], compute_started, now))
+            for k in releases[j]:
+                release(k, n)
+            jj += 1
+            if jj == J:
+                jj, nn = 0, nn + 1
+            try_compute()
 
-    # ------------------------------------------------------------------ compute
-    def _wake(self, _: object) -> None:
-        self._advance()
-        self._try_compute()
-        self._start_phases()
-        self._recompute()
+        def entry(key: tuple[int, ...]) -> tuple:
+            """The rates of an active sequence, computed as the reference's _recompute did."""
+            nonlocal lim_mem, lim_red
+            ws = [cls_rep[c] for c in key]
+            rates = phase_rates(ws, pools)
+            if ws:
+                mem_over, red_over = oversubscribed(ws, pools)
+                lim_mem |= mem_over
+                lim_red |= red_over
+            mem = 0.0
+            red = 0.0
+            for w, r in zip(ws, rates):
+                mem += w.memory_bytes * r
+            for w, r in zip(ws, rates):
+                red += w.reduce_bytes * r
+            e = memo[key] = (tuple(rates), mem, red, {})
+            return e
 
-    def _try_compute(self) -> None:
-        if self.compute is not None or self.n >= self.max_iter:
-            return
-        n, j = self.n, self.j
-        for k, back, _ in self.waits.get(j, ()):
-            m = n - back
-            if m < 0:
+        def comp_entry(e: tuple, tc: int) -> tuple[float, float]:
+            nonlocal hbm_peak
+            task = tc_task[tc]
+            r = compute_rate(task, npu, pools, bool(e[0]), e[1], kind)
+            h = _compute_hbm_rate(task, npu, r)
+            total = e[1] + h
+            if total > hbm_peak:
+                hbm_peak = total
+            got = e[3][tc] = (r, h)
+            return got
+
+        cur_mem = cur_red = 0.0
+        is_tick = False
+        try_compute()
+        while True:
+            # ---- start: every idle dimension takes its most urgent queued chunk-phase
+            for d in dims:
+                if slot_w[d] < 0:
+                    q = queues[d]
+                    if q:
+                        chunk = heappop(q)[2]
+                        k = chunk[0]
+                        wid = seqw[k][chunk[3]]
+                        slot_w[d] = wid
+                        slot_chunk[d] = chunk
+                        slot_start[d] = now
+                        rem[d] = 1.0
+                        order.append(d)
+                        ocls.append(w_cls[wid])
+                        if record:
+                            x = (k, chunk[1], chunk[2], chunk[3])
+                            rec_start[x] = now
+                            rec_pred[x] = last_on_dim[d]
+                            last_on_dim[d] = x
+                        alone[d] += w_inv_alone[wid]
+
+            # ---- rates of the active set, and the next completion
+            key = tuple(ocls)
+            e = memo.get(key)
+            if e is None:
+                e = entry(key)
+            nxt = INF
+            for d, r in zip(order, e[0]):
+                rate[d] = r
+                x = rem[d]
+                x = ((0.0 if 0.0 > x else x) / r) if r > 0 else INF
+                if x < nxt:
+                    nxt = x
+            cur_mem = e[1]
+            cur_red = e[2]
+            if comp_j is not None:
+                cr = e[3].get(comp_tc)
+                if cr is None:
+                    cr = comp_entry(e, comp_tc)
+                comp_rate, comp_h = cr
+                x = ((0.0 if 0.0 > comp_rem else comp_rem) / comp_rate) if comp_rate > 0 else INF
+                if x < nxt:
+                    nxt = x
+            elif cur_mem > hbm_peak:
+                hbm_peak = cur_mem
+            if nxt < INF:
+                seq += 1
+                events += 1
+                tick_t = now + nxt
+                tick_s = seq
+            else:
+                tick_t = INF
+
+            # ---- the next event: a wake-up, or the pending completion, whichever is first in (time, sequence)
+            if wakes and (wakes[0][0] < tick_t or (wakes[0][0] == tick_t and wakes[0][1] < tick_s)):
+                now = heappop(wakes)[0]
+                is_tick = False
+            elif tick_t < INF:
+                now = tick_t
+                is_tick = True
+            else:
+                break
+
+            # ---- advance every progress and accumulator to now (rates were constant since the last event)
+            dt = now - last
+            if dt > 0:
+                for d in order:
+                    rem[d] -= rate[d] * dt
+                    accd[d] += dt
+                if order:
+                    a_comm_any += dt
+                if cur_mem:
+                    a_hbm_comm += cur_mem * dt
+                if cur_red:
+                    a_reduce += cur_red * dt
+                if comp_j is not None:
+                    comp_rem -= comp_rate * dt
+                    a_compute += dt
+                    a_hbm_compute += comp_h * dt
+                if sram_finite:
+                    a_sram += (S - free) * dt
+                if sram_queue:
+                    a_sram_wait += len(sram_queue) * dt
+                last = now
+
+            if not is_tick:
+                try_compute()
                 continue
-            ready = self.done.get((k, m))
-            if ready is None or ready > self.eng.now + EPS:
-                return  # a collective's completion or its wake-up will call back
-        if j == 0:
-            self.iter_start.append(self.eng.now)
-            self.snaps.append(dict(self.acc))
-        task = self.it.computes[j].demand
-        self.compute = [j, n, 1.0, 0.0]
-        self.compute_started = self.eng.now
-        if self.record:
-            self.rec["cstart"][(j, n)] = self.eng.now
-        nominal = max(compute_time_terms(task, self.p.npu, self.p.npu.cores, self.p.npu.hbm_bandwidth))
-        self.acc["nominal"] += nominal
 
-    def _compute_done(self) -> None:
-        j, n, _, _ = self.compute
-        self.compute = None
-        if self.record:
-            self.rec["cend"][(j, n)] = self.eng.now
-        if n >= self.max_iter - 4:
-            c = self.it.computes[j]
-            self.timeline.append(("compute", c.name, c.kind, self.compute_started, self.eng.now))
-        for k in self.releases.get(j, ()):
-            self._release(k, n)
-        self.j += 1
-        if self.j == len(self.it.computes):
-            self.j, self.n = 0, self.n + 1
-        self._try_compute()
+            # ---- a completion: what is left would take less time than the clock resolves at this magnitude
+            tol = 1e-15 + 4e-16 * now
+            fin = [d for d in order if rem[d] <= 1e-9 or rem[d] <= tol * rate[d]]
+            for d in fin:
+                i = order.index(d)
+                del order[i]
+                del ocls[i]
+                wid = slot_w[d]
+                slot_w[d] = -1
+                chunk = slot_chunk[d]
+                k, n, c, i = chunk[0], chunk[1], chunk[2], chunk[3]
+                if record:
+                    rec_end[(k, n, c, i)] = now
+                rel = chunk[5]
+                rel[1] += w_wire[wid]
+                if n >= tl_comm_from:
+                    timeline.append((dim_row[d], comm_name[k], "comm", slot_start[d], now))
+                i += 1
+                chunk[3] = i
+                if i < nph[k]:
+                    arrivals += 1
+                    heappush(queues[w_dim[seqw[k][i]]], (chunk[4], arrivals, chunk))
+                    continue
+                if sram_finite:
+                    free += need[k]
+                    leaving = (k, n, c)
+                    admit()
+                    leaving = None
+                rel[0] -= 1
+                if rel[0] == 0:
+                    collective_done(k, n)
+            if comp_j is not None and (comp_rem <= 1e-9 or comp_rem <= tol * comp_rate):
+                compute_done()
 
-    def run(self) -> SimResult:
-        self._try_compute()
-        self._start_phases()
-        self._recompute()
-        self.eng.run()
-        if len(self.iter_start) < self.max_iter:
+        if len(iter_start) < max_iter:
             raise RuntimeError("the replay stalled before its last iteration (a collective never completed)")
+        self.events = events
+        self.iter_start, self.snaps, self.timeline = iter_start, snaps, timeline
+        self.limited = {"memory": lim_mem, "reduction": lim_red, "sram": lim_sram}
+        self.sram_peak, self.hbm_peak = sram_peak, hbm_peak
+        self.sent = {key: rel[1] for key, rel in rels.items()}
+        self.rec = {"start": rec_start, "end": rec_end, "pred": rec_pred, "admitted": rec_adm, "after": rec_after,
+                    "cstart": rec_cstart, "cend": rec_cend}
         return self._result()
 
     def _result(self) -> SimResult:
@@ -377,9 +551,13 @@ class _Replay:
         t_a, t_b = self.iter_start[a], self.iter_start[b]
         span = t_b - t_a
         iters = b - a
-        s_a, s_b = self.snaps[a], self.snaps[b]
-        per = {key: (s_b[key] - s_a[key]) for key in s_a}
         D = len(self.p.topology.dims)
+        names = ["compute", "nominal", "comm_any", "hbm_comm", "hbm_compute", "reduce", "sram", "sram_wait"]
+        s_a, s_b = self.snaps[a], self.snaps[b]
+        per = {name: s_b[i] - s_a[i] for i, name in enumerate(names)}
+        for d in range(D):
+            per[f"dim{d}"] = s_b[8][d] - s_a[8][d]
+            per[f"alone{d}"] = s_b[9][d] - s_a[9][d]
         util = {"compute": per["compute"] / span if span else 0.0}
         for d in range(D):
             util[f"dim{d}:{self.p.topology.dims[d].name}"] = per[f"dim{d}"] / span if span else 0.0
@@ -405,7 +583,7 @@ class _Replay:
             period_s=period, compute_time_s=compute, nominal_compute_s=per["nominal"] / iters,
             exposed_comm_s=max(0.0, period - compute), utilization=util, sram_peak_bytes=self.sram_peak,
             sram_wait_s=per["sram_wait"] / max(1, sum(self.nchunks)) / iters, dim_stretch=stretch, hbm_peak_bytes_per_s=self.hbm_peak, iterations=self.max_iter,
-            events=self.eng.events, chunks_per_collective=list(self.nchunks), bytes_sent=sent,
+            events=self.events, chunks_per_collective=list(self.nchunks), bytes_sent=sent,
             bytes_expected=dict(self.expected), timeline=[(r, nm, kd, s - t_a, e - t_a) for r, nm, kd, s, e in timeline],
             window_s=(t_a, t_b), limited=dict(self.limited), realized=self._realized() if self.record else None)
 
