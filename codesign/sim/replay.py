@@ -9,11 +9,14 @@ resources are shared among the chunk-phases active at once, compute slows while 
 cores or HBM bandwidth, and ACE admits a chunk only when its SRAM has room. Times in seconds.
 
 Between events every rate is constant, so the replay advances by exact piecewise-linear progress: each
-change to the set of active work recomputes the rates and schedules the next completion.
+change to the set of active work recomputes the rates and schedules the next completion. The loop is
+written for speed (the design search replays every design it evaluates; see ``_Replay``) and answers
+bit for bit what the straightforward one did (tests/test_replay_equivalence.py).
 """
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
 
@@ -85,25 +88,28 @@ def _compute_hbm_rate(task, npu, rate: float) -> float:
 
 class _Replay:
     """One replay. The set-up turns the problem into flat tables (per collective its phases as work ids,
-    per work its dimension, wire bytes and alone time); ``run`` is the event loop.
+    per work its dimension, wire bytes and alone time); ``run`` is the event loop, one function whose
+    state is local variables (what CPython reads fastest).
 
-    How it is fast, and why it still answers exactly what the straightforward replay did (the frozen
-    copy in tests/reference_replay.py, checked field by field): every floating-point operation that
-    reaches an output is the same operation on the same operands in the same order; what is saved is
-    the rest.
-    - A dimension serves one chunk-phase at a time, so the active set is at most one phase per
-      dimension, kept in start order (the order the rates are computed in).
-    - The rates of an active set depend only on the (link time, memory bytes, reduction bytes) of its
-      phases, in order, and the pools: they are computed once per distinct sequence (``pools.phase_rates``
-      itself), with the memory and reduction traffic they draw and whether a pool is oversubscribed; the
-      compute rate once per such sequence and compute task. A replay meets a few hundred sequences and
-      repeats them thousands of times.
-    - Of the event heap only the wake-ups after a collective's delay remain a heap: a rate change
-      supersedes the pending completion, so the loop keeps one pending completion and counts (as the
-      event core did: every scheduled event is processed, a superseded one by doing nothing) instead of
-      queueing what would be discarded.
-    - Accumulators are locals, per dimension lists, priorities one integer, and nothing is formatted
-      per event.
+    It answers exactly what the straightforward replay did (the frozen copy in tests/reference_replay.py,
+    compared field by field, bit for bit): every floating-point operation that reaches an output is the
+    same operation on the same operands in the same order. What it saves is the rest:
+    - a dimension serves one chunk-phase at a time, so the active set is at most one phase per dimension,
+      kept in start order (the order the rates are computed in);
+    - the rates of an active set depend only on the (link time, memory bytes, reduction bytes) of its
+      phases, in order, and on the pools: they are computed once per distinct sequence, by
+      ``pools.phase_rates`` itself, with the traffic they draw and whether a pool is oversubscribed, and
+      the compute rate once per sequence and compute task (ResNet-50: 362 sequences in 10760 events;
+      the 500-layer problem: 466 in 131920);
+    - a rate change supersedes the pending completion, so instead of queueing completions that would be
+      discarded the loop keeps the one pending completion and counts the superseded ones as events (the
+      event core processed them, by doing nothing); only the wake-ups after a collective's delay need a
+      heap. Ties keep the core's (time, sequence) order;
+    - a queue (a dimension's, the SRAM's) is a heap of the priorities present, each with a FIFO of its
+      chunks: chunks of one priority arrive in order, so (priority, arrival) order is kept with heap
+      operations only when a priority appears or empties; priorities are one integer;
+    - only a dimension that turned idle, or was given work while idle, is offered work;
+    - nothing is formatted per event, and the timeline keeps only what the measured window can show.
     """
 
     def __init__(self, problem: Problem, design: Design, order: Order | None, iterations: int,
@@ -146,7 +152,7 @@ class _Replay:
             self.expected[c.index] = got[2]
 
     # ------------------------------------------------------------------ the event loop
-    def run(self) -> SimResult:  # noqa: C901 (one loop on purpose: locals are what make it fast)
+    def run(self) -> SimResult:  # noqa: C901 (one function on purpose: locals are what make it fast)
         p, it, pools, record = self.p, self.it, self.pools, self.record
         npu, kind = p.npu, self.kind
         D = len(p.topology.dims)
@@ -155,7 +161,7 @@ class _Replay:
         computes = it.computes
         J = len(computes)
 
-        # --- work tables: a work id per distinct PhaseWork; a rate class per distinct (link, memory, reduce)
+        # --- works: an id per distinct PhaseWork, a rate class per distinct (link, memory, reduction)
         wid_of: dict[PhaseWork, int] = {}
         w_dim: list[int] = []
         w_wire: list[float] = []
@@ -163,7 +169,7 @@ class _Replay:
         w_cls: list[int] = []
         cls_of: dict[tuple[float, float, float], int] = {}
         cls_rep: list[PhaseWork] = []
-        seqw: list[list[int]] = []
+        seqw: list[list[int]] = []  # per collective, its phases' work ids
         for ws in self.works:
             ids = []
             for w in ws:
@@ -182,7 +188,7 @@ class _Replay:
                 ids.append(wid)
             seqw.append(ids)
         nph = [len(s) for s in seqw]
-        first_dim = [w_dim[s[0]] if s else -1 for s in seqw]
+        seqd = [[w_dim[x] for x in s] for s in seqw]  # per collective, its phases' dimensions
 
         # --- compute tasks: a class per distinct demand (the rate memo's key), their time alone
         tc_of: dict = {}
@@ -208,31 +214,40 @@ class _Replay:
         dim_row = [f"dim{d}" for d in range(D)]
         cnames = [(c.name, c.kind) for c in computes]
 
-        # priorities as one integer: (urgency, rank) lexicographically, urgent first
+        # --- priorities: (urgency, rank) as one integer u * BIG + rank, urgent first (a tuple if an order's
+        # offsets are not integers). A queue serves the least priority, then the earliest arrival: each
+        # queue is a heap of the priorities present and per priority a FIFO of its chunks, in arrival order
         order_pos = self.order_pos
         lifo = self.lifo
-        span = 1 << 62
+        BIG = 1 << 40
+        int_prio = True
         if order_pos is not None:
-            span = max(span, 4 * (K + 1) * (max_iter + 2 + max((abs(off) for _, off in order_pos.values()), default=0)))
+            offs = [off for _, off in order_pos.values()]
+            int_prio = all(isinstance(o, int) for o in offs)
+            BIG = max(BIG, 4 * ((max_iter + 2 + max((abs(o) for o in offs), default=0)) * (K + 1) + len(order_pos)))
 
         S = pools.sram
         sram_finite = math.isfinite(S)
         need = [sram_need(b, S) for b in self.chunk_bytes] if sram_finite else []
         free = S
-        sram_queue: list = []
+        sq_heap: list = []               # the SRAM's queue: priorities present
+        sq_fifo: dict = {}               # priority -> chunks waiting for room, in arrival order
+        nsq = 0                          # chunks waiting for room
         sram_peak = 0.0
         leaving = None
 
-        # --- dimension slots: the active chunk-phase of each dimension (work id, or -1 when idle)
+        # --- dimensions: the active chunk-phase of each (its work id, or -1 when idle)
         slot_w = [-1] * D
         slot_chunk: list = [None] * D
         slot_start = [0.0] * D
         rem = [0.0] * D
-        rate = [0.0] * D
-        order: list[int] = []  # active dimensions in the order their phases started
-        ocls: list[int] = []   # their rate classes, the memo's key
-        queues: list[list] = [[] for _ in range(D)]
-        dims = range(D)
+        order: list[int] = []  # active dimensions in the order their phases started (the rates' order)
+        ocls: list[int] = []   # their rate classes: the memo's key
+        q_heap: list[list] = [[] for _ in range(D)]
+        q_fifo: list[dict] = [{} for _ in range(D)]
+        # dimensions that may start a phase: those that turned idle or were given a chunk-phase while idle
+        # since the last start (every other idle one has an empty queue)
+        poke: list[int] = list(range(D))
 
         # --- rates, once per active sequence: (rates, memory rate, reduction rate, {task class: (rate, hbm)})
         memo: dict[tuple[int, ...], tuple] = {}
@@ -246,8 +261,13 @@ class _Replay:
         iter_start: list[float] = []
         snaps: list[tuple] = []
         timeline: list[tuple[str, str, str, float, float]] = []
-        tl_comm_from = max_iter - 5
-        tl_compute_from = max_iter - 4
+        # the timeline keeps what the measured window [t_a, t_a + period] can show: tasks of the last
+        # iterations (collectives issued from max_iter - 5 on, compute from max_iter - 4) ending after t_a
+        # and starting before t_a + period. Nothing ending before the window's first iteration starts can,
+        # so nothing is kept until it does, nor what starts after t_a + period once that is known (tl_end)
+        tl_a, tl_b = max_iter - 3, max_iter - 1
+        tl_comm_from = tl_compute_from = 1 << 62
+        tl_end = INF
 
         # --- compute
         comp_j = None  # the running task's index, or None
@@ -277,11 +297,11 @@ class _Replay:
         tick_t = INF
         tick_s = 0
         wakes: list[tuple[float, int]] = []
-        arrivals = 0
         issue_seq = 0
 
         def try_compute() -> None:
             nonlocal comp_j, comp_n, comp_rem, comp_rate, comp_tc, compute_started, a_nominal
+            nonlocal tl_comm_from, tl_compute_from, tl_end
             if comp_j is not None or nn >= max_iter:
                 return
             n, j = nn, jj
@@ -294,6 +314,11 @@ class _Replay:
                     return  # a collective's completion or its wake-up will call back
             if j == 0:
                 iter_start.append(now)
+                if len(iter_start) == tl_a + 1:
+                    tl_comm_from, tl_compute_from = max_iter - 5, max_iter - 4
+                elif len(iter_start) == tl_b + 1:
+                    t_a = iter_start[tl_a]
+                    tl_end = t_a + (now - t_a) / (tl_b - tl_a)
                 snaps.append((a_compute, a_nominal, a_comm_any, a_hbm_comm, a_hbm_compute, a_reduce, a_sram,
                               a_sram_wait, tuple(accd), tuple(alone)))
             comp_j, comp_n, comp_rem, comp_rate, comp_tc = j, n, 1.0, 0.0, task_cls[j]
@@ -313,15 +338,32 @@ class _Replay:
             else:
                 try_compute()
 
+        def enqueue(chunk: list, d: int) -> None:
+            prio = chunk[4]
+            fifo = q_fifo[d].get(prio)
+            if fifo is None:
+                q_fifo[d][prio] = deque((chunk,))
+                heappush(q_heap[d], prio)
+            else:
+                fifo.append(chunk)
+            if slot_w[d] < 0:
+                poke.append(d)
+
         def admit() -> None:
-            nonlocal free, sram_peak, lim_sram, arrivals
-            while sram_queue:
-                chunk = sram_queue[0][2]
+            nonlocal free, sram_peak, lim_sram, nsq
+            while sq_heap:
+                prio = sq_heap[0]
+                fifo = sq_fifo[prio]
+                chunk = fifo[0]
                 nd = need[chunk[0]]
                 if nd > free * (1 + 1e-12):
                     lim_sram = True
                     return
-                heappop(sram_queue)
+                fifo.popleft()
+                if not fifo:
+                    heappop(sq_heap)
+                    del sq_fifo[prio]
+                nsq -= 1
                 if record:
                     x = (chunk[0], chunk[1], chunk[2])
                     rec_adm[x] = now
@@ -329,40 +371,51 @@ class _Replay:
                 free -= nd
                 if S - free > sram_peak:
                     sram_peak = S - free
-                arrivals += 1
-                heappush(queues[first_dim[chunk[0]]], (chunk[4], arrivals, chunk))
+                enqueue(chunk, seqd[chunk[0]][0])
 
         def release(k: int, n: int) -> None:
-            nonlocal arrivals, issue_seq
+            nonlocal issue_seq, nsq
             if not nph[k]:
                 collective_done(k, n)
                 return
-            u = 0 if urgent[k] else span
+            u = 0 if urgent[k] else 1
             if order_pos is not None:
                 pos, off = order_pos[k]
-                prio = u + (n - off) * K + pos
+                x = (n - off) * K + pos
             else:
                 issue_seq += 1
-                prio = u + (-issue_seq if lifo else issue_seq)
+                x = -issue_seq if lifo else issue_seq
+            prio = u * BIG + x if int_prio else (u, x)
             key = (k, n)
             rel = rels.get(key)
             if rel is None:
                 rel = rels[key] = [nchunks[k], 0.0]
             else:  # released again (the same (k, n)): its counts restart, as the reference's dicts did
                 rel[0], rel[1] = nchunks[k], 0.0
-            q = queues[first_dim[k]]
-            for c in range(nchunks[k]):
-                chunk = [k, n, c, 0, prio, rel]
-                arrivals += 1
-                if sram_finite:
-                    heappush(sram_queue, (prio, arrivals, chunk))
+            chunks = deque([k, n, c, 0, prio, rel] for c in range(nchunks[k]))
+            if sram_finite:
+                fifo = sq_fifo.get(prio)
+                if fifo is None:
+                    sq_fifo[prio] = chunks
+                    heappush(sq_heap, prio)
                 else:
-                    if record:
+                    fifo.extend(chunks)
+                nsq += len(chunks)
+                admit()
+            else:
+                d = seqd[k][0]
+                if record:
+                    for c in range(nchunks[k]):
                         rec_adm[(k, n, c)] = now
                         rec_after[(k, n, c)] = None
-                    heappush(q, (prio, arrivals, chunk))
-            if sram_finite:
-                admit()
+                fifo = q_fifo[d].get(prio)
+                if fifo is None:
+                    q_fifo[d][prio] = chunks
+                    heappush(q_heap[d], prio)
+                else:
+                    fifo.extend(chunks)
+                if slot_w[d] < 0:
+                    poke.append(d)
 
         def compute_done() -> None:
             nonlocal comp_j, jj, nn
@@ -370,7 +423,7 @@ class _Replay:
             comp_j = None
             if record:
                 rec_cend[(j, n)] = now
-            if n >= tl_compute_from:
+            if n >= tl_compute_from and compute_started < tl_end:
                 timeline.append(("compute", cnames[j][0], cnames[j][1], compute_started, now))
             for k in releases[j]:
                 release(k, n)
@@ -394,7 +447,7 @@ class _Replay:
                 mem += w.memory_bytes * r
             for w, r in zip(ws, rates):
                 red += w.reduce_bytes * r
-            e = memo[key] = (tuple(rates), mem, red, {})
+            e = memo[key] = (tuple(rates), mem, red, {}, all(r > 0 for r in rates))
             return e
 
         def comp_entry(e: tuple, tc: int) -> tuple[float, float]:
@@ -409,15 +462,22 @@ class _Replay:
             return got
 
         cur_mem = cur_red = 0.0
-        is_tick = False
+        cur_rates: tuple[float, ...] = ()  # the active phases' rates, in ``order``
         try_compute()
         while True:
-            # ---- start: every idle dimension takes its most urgent queued chunk-phase
-            for d in dims:
-                if slot_w[d] < 0:
-                    q = queues[d]
-                    if q:
-                        chunk = heappop(q)[2]
+            # ---- start: every idle dimension takes its most urgent queued chunk-phase, in dimension order
+            if poke:
+                if len(poke) > 1:
+                    poke.sort()
+                for d in poke:
+                    qh = q_heap[d]
+                    if qh and slot_w[d] < 0:
+                        prio = qh[0]
+                        fifo = q_fifo[d][prio]
+                        chunk = fifo.popleft()
+                        if not fifo:
+                            heappop(qh)
+                            del q_fifo[d][prio]
                         k = chunk[0]
                         wid = seqw[k][chunk[3]]
                         slot_w[d] = wid
@@ -432,19 +492,28 @@ class _Replay:
                             rec_pred[x] = last_on_dim[d]
                             last_on_dim[d] = x
                         alone[d] += w_inv_alone[wid]
+                poke.clear()
 
             # ---- rates of the active set, and the next completion
-            key = tuple(ocls)
-            e = memo.get(key)
+            e = memo.get(tuple(ocls))
             if e is None:
-                e = entry(key)
+                e = entry(tuple(ocls))
             nxt = INF
-            for d, r in zip(order, e[0]):
-                rate[d] = r
-                x = rem[d]
-                x = ((0.0 if 0.0 > x else x) / r) if r > 0 else INF
-                if x < nxt:
-                    nxt = x
+            cur_rates = e[0]
+            if e[4]:  # every rate positive: the time left is max(rem, 0) / rate
+                for d, r in zip(order, cur_rates):
+                    x = rem[d]
+                    if x < 0.0:
+                        x = 0.0
+                    x /= r
+                    if x < nxt:
+                        nxt = x
+            else:
+                for d, r in zip(order, cur_rates):
+                    x = rem[d]
+                    x = ((0.0 if 0.0 > x else x) / r) if r > 0 else INF
+                    if x < nxt:
+                        nxt = x
             cur_mem = e[1]
             cur_red = e[2]
             if comp_j is not None:
@@ -466,21 +535,54 @@ class _Replay:
                 tick_t = INF
 
             # ---- the next event: a wake-up, or the pending completion, whichever is first in (time, sequence)
-            if wakes and (wakes[0][0] < tick_t or (wakes[0][0] == tick_t and wakes[0][1] < tick_s)):
-                now = heappop(wakes)[0]
-                is_tick = False
-            elif tick_t < INF:
-                now = tick_t
-                is_tick = True
-            else:
+            if wakes:
+                w0 = wakes[0]
+                if w0[0] < tick_t or (w0[0] == tick_t and w0[1] < tick_s):
+                    heappop(wakes)
+                    now = w0[0]
+                    # advance all progress and accumulators to now (rates were constant since the last event)
+                    dt = now - last
+                    if dt > 0:
+                        for d, r in zip(order, cur_rates):
+                            rem[d] -= r * dt
+                            accd[d] += dt
+                        if order:
+                            a_comm_any += dt
+                        if cur_mem:
+                            a_hbm_comm += cur_mem * dt
+                        if cur_red:
+                            a_reduce += cur_red * dt
+                        if comp_j is not None:
+                            comp_rem -= comp_rate * dt
+                            a_compute += dt
+                            a_hbm_compute += comp_h * dt
+                        if sram_finite:
+                            a_sram += (S - free) * dt
+                        if nsq:
+                            a_sram_wait += nsq * dt
+                        last = now
+                    try_compute()
+                    continue
+            if tick_t == INF:
                 break
+            now = tick_t
 
-            # ---- advance every progress and accumulator to now (rates were constant since the last event)
+            # ---- a completion. Advance as above, and find what finished: what is left would take less time
+            # than the clock resolves at this magnitude (or a remainder below ``now``'s float spacing never
+            # shrinks and the replay spins)
+            tol = 1e-15 + 4e-16 * now
+            fin = None
             dt = now - last
             if dt > 0:
-                for d in order:
-                    rem[d] -= rate[d] * dt
+                for d, r in zip(order, cur_rates):
+                    x = rem[d] - r * dt
+                    rem[d] = x
                     accd[d] += dt
+                    if x <= 1e-9 or x <= tol * r:
+                        if fin is None:
+                            fin = [d]
+                        else:
+                            fin.append(d)
                 if order:
                     a_comm_any += dt
                 if cur_mem:
@@ -493,45 +595,54 @@ class _Replay:
                     a_hbm_compute += comp_h * dt
                 if sram_finite:
                     a_sram += (S - free) * dt
-                if sram_queue:
-                    a_sram_wait += len(sram_queue) * dt
+                if nsq:
+                    a_sram_wait += nsq * dt
                 last = now
-
-            if not is_tick:
-                try_compute()
-                continue
-
-            # ---- a completion: what is left would take less time than the clock resolves at this magnitude
-            tol = 1e-15 + 4e-16 * now
-            fin = [d for d in order if rem[d] <= 1e-9 or rem[d] <= tol * rate[d]]
-            for d in fin:
-                i = order.index(d)
-                del order[i]
-                del ocls[i]
-                wid = slot_w[d]
-                slot_w[d] = -1
-                chunk = slot_chunk[d]
-                k, n, c, i = chunk[0], chunk[1], chunk[2], chunk[3]
-                if record:
-                    rec_end[(k, n, c, i)] = now
-                rel = chunk[5]
-                rel[1] += w_wire[wid]
-                if n >= tl_comm_from:
-                    timeline.append((dim_row[d], comm_name[k], "comm", slot_start[d], now))
-                i += 1
-                chunk[3] = i
-                if i < nph[k]:
-                    arrivals += 1
-                    heappush(queues[w_dim[seqw[k][i]]], (chunk[4], arrivals, chunk))
-                    continue
-                if sram_finite:
-                    free += need[k]
-                    leaving = (k, n, c)
-                    admit()
-                    leaving = None
-                rel[0] -= 1
-                if rel[0] == 0:
-                    collective_done(k, n)
+            else:
+                for d, r in zip(order, cur_rates):
+                    x = rem[d]
+                    if x <= 1e-9 or x <= tol * r:
+                        if fin is None:
+                            fin = [d]
+                        else:
+                            fin.append(d)
+            if fin is not None:
+                for d in fin:
+                    i = order.index(d)
+                    del order[i]
+                    del ocls[i]
+                    wid = slot_w[d]
+                    slot_w[d] = -1
+                    poke.append(d)
+                    chunk = slot_chunk[d]
+                    k, n, c, i, prio, rel = chunk
+                    if record:
+                        rec_end[(k, n, c, i)] = now
+                    rel[1] += w_wire[wid]
+                    if n >= tl_comm_from and slot_start[d] < tl_end:
+                        timeline.append((dim_row[d], comm_name[k], "comm", slot_start[d], now))
+                    i += 1
+                    if i < nph[k]:
+                        chunk[3] = i
+                        d = seqd[k][i]
+                        fifo = q_fifo[d].get(prio)
+                        if fifo is None:
+                            q_fifo[d][prio] = deque((chunk,))
+                            heappush(q_heap[d], prio)
+                        else:
+                            fifo.append(chunk)
+                        if slot_w[d] < 0:
+                            poke.append(d)
+                        continue
+                    chunk[3] = i
+                    if sram_finite:
+                        free += need[k]
+                        leaving = (k, n, c)
+                        admit()
+                        leaving = None
+                    rel[0] -= 1
+                    if rel[0] == 0:
+                        collective_done(k, n)
             if comp_j is not None and (comp_rem <= 1e-9 or comp_rem <= tol * comp_rate):
                 compute_done()
 
@@ -577,14 +688,14 @@ class _Replay:
         ref = self.max_iter - 3
         sent = {k: v for (k, n), v in self.sent.items() if n == ref}
         t_end = t_a + period
-        timeline = [(r, nm, kd, max(s, t_a), min(e, t_end)) for r, nm, kd, s, e in self.timeline
+        timeline = [(r, nm, kd, max(s, t_a) - t_a, min(e, t_end) - t_a) for r, nm, kd, s, e in self.timeline
                     if e > t_a and s < t_end]
         return SimResult(
             period_s=period, compute_time_s=compute, nominal_compute_s=per["nominal"] / iters,
             exposed_comm_s=max(0.0, period - compute), utilization=util, sram_peak_bytes=self.sram_peak,
             sram_wait_s=per["sram_wait"] / max(1, sum(self.nchunks)) / iters, dim_stretch=stretch, hbm_peak_bytes_per_s=self.hbm_peak, iterations=self.max_iter,
             events=self.events, chunks_per_collective=list(self.nchunks), bytes_sent=sent,
-            bytes_expected=dict(self.expected), timeline=[(r, nm, kd, s - t_a, e - t_a) for r, nm, kd, s, e in timeline],
+            bytes_expected=dict(self.expected), timeline=timeline,
             window_s=(t_a, t_b), limited=dict(self.limited), realized=self._realized() if self.record else None)
 
     def _realized(self) -> Realized:
