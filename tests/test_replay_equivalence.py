@@ -203,3 +203,39 @@ def test_both_check_their_arguments_alike():
     for sim in (simulate, reference_replay.simulate):
         with pytest.raises(ValueError):
             sim(p, Design("ideal", {}), iterations=3)
+
+
+def test_coinciding_completions_and_wake_ups_keep_their_order():
+    """Times that are exact binary fractions make chunk-phases, compute tasks and the wake-ups after a
+    collective's update delay end at the same instant; the reference orders such ties by (time, sequence)."""
+    t = Compute(time_s=2.0**-20)
+    comm = Comm("all_reduce", 2.0**12)
+    w = Workload("w", "data", tuple(Layer(f"l{i}", t, t, t, weight_grad_comm=comm, update_s=2.0**-20 * (i % 2))
+                                    for i in range(4)))
+    topo = Topology((Dim("d0", "ring", 2, 1, 2.0**31, 0.0), Dim("d1", "switch", 2, 1, 2.0**30, 0.0)))
+    for eng, design in ((Engine("ideal"), Design("ideal", {})),
+                        (Engine("ace", {"sram": (Option(2.0**12),), "alu": (Option(2.0**32),), "dma": (Option(2.0**32),)}),
+                         Design("ace", {"sram": 2.0**12, "alu": 2.0**32, "dma": 2.0**32}))):
+        for chunks in (1, 2, 4):
+            p = problem(w, topo, eng, order="fifo", chunks=chunks)
+            check(p, design, record=True)
+            check(p, design, policy="lifo")
+
+
+def test_priorities_that_are_not_integers_and_collectives_with_no_phase():
+    """An order whose offsets are not integers still ranks (the replay falls back from its integer
+    encoding); a collective over dimensions of one NPU only has no phase to run (and the reference's
+    handling of it, which can stall the replay, is kept as it is)."""
+    t = Compute(time_s=3e-6)
+    w = Workload("w", "data", (Layer("l0", t, t, t, weight_grad_comm=Comm("all_reduce", 2e6)),
+                               Layer("l1", t, t, t, weight_grad_comm=Comm("all_reduce", 1e6, dims=(1,)), update_s=1e-7),
+                               Layer("l2", t, t, t, weight_grad_comm=Comm("reduce_scatter", 3e6))))
+    topo = Topology((Dim("d0", "ring", 4, 2, 50e9, 1e-7), Dim("d1", "ring", 1, 1, 50e9, 1e-7)))
+    eng = Engine("ace", {"sram": (Option(1e6),), "alu": (Option(100e9),), "dma": (Option(100e9),)})
+    design = Design("ace", {"sram": 1e6, "alu": 100e9, "dma": 100e9})
+    p = problem(w, topo, eng, chunks=3)
+    check(p, design, order=((2, 0.5), (0, 0), (1, -1)), record=True)
+    check(p, design)
+    mp = Workload("m", "model", (Layer("l0", t, t, t, forward_comm=Comm("all_gather", 1e6, dims=(1,))),
+                                 Layer("l1", t, t, t, input_grad_comm=Comm("all_reduce", 1e6))))
+    check(problem(mp, topo, eng, chunks=2), design, record=True)

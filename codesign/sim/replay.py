@@ -289,11 +289,11 @@ class _Replay:
         rec_cstart: dict = {}
         rec_cend: dict = {}
 
-        # --- events: one pending completion (INF: none) and a heap of wake-ups, ordered by (time, sequence)
+        # --- events: one pending completion (INF: none) and a heap of wake-ups, ordered by (time, sequence);
+        # seq numbers every event scheduled
         now = 0.0
         last = 0.0
         seq = 0
-        events = 0
         tick_t = INF
         tick_s = 0
         wakes: list[tuple[float, int]] = []
@@ -328,12 +328,11 @@ class _Replay:
             a_nominal += nominal_of[j]
 
         def collective_done(k: int, n: int) -> None:
-            nonlocal seq, events
+            nonlocal seq
             t = now + delay[k]
             done[(k, n)] = t
             if delay[k] > 0:
                 seq += 1
-                events += 1
                 heappush(wakes, (t, seq))
             else:
                 try_compute()
@@ -528,7 +527,6 @@ class _Replay:
                 hbm_peak = cur_mem
             if nxt < INF:
                 seq += 1
-                events += 1
                 tick_t = now + nxt
                 tick_s = seq
             else:
@@ -648,7 +646,7 @@ class _Replay:
 
         if len(iter_start) < max_iter:
             raise RuntimeError("the replay stalled before its last iteration (a collective never completed)")
-        self.events = events
+        self.events = seq  # every event scheduled was processed (a superseded completion by doing nothing)
         self.iter_start, self.snaps, self.timeline = iter_start, snaps, timeline
         self.limited = {"memory": lim_mem, "reduction": lim_red, "sram": lim_sram}
         self.sram_peak, self.hbm_peak = sram_peak, hbm_peak
