@@ -130,8 +130,8 @@ class _Replay:
 
     # ------------------------------------------------------------------ set-up
     def _prepare_collectives(self) -> None:
-        """Per collective its phases as ids into the table of distinct PhaseWorks (collectives of the same
-        size and span share them), its chunks and chunk bytes, and the bytes it should put on the wire."""
+        """Per collective its phases' PhaseWorks (computed once for all collectives of the same size, kind
+        and span), its chunks and chunk bytes, and the bytes it should put on the wire."""
         p = self.p
         k = p.schedule.chunks
         by_comm: dict = {}
