@@ -424,11 +424,13 @@ class _Replay:
                 rec_cend[(j, n)] = now
             if n >= tl_compute_from and compute_started < tl_end:
                 timeline.append(("compute", cnames[j][0], cnames[j][1], compute_started, now))
-            for k in releases[j]:
-                release(k, n)
+            # the program moves on before the releases: a collective with nothing to send completes at once,
+            # and the task it lets start is the next one, not this one again
             jj += 1
             if jj == J:
                 jj, nn = 0, nn + 1
+            for k in releases[j]:
+                release(k, n)
             try_compute()
 
         def entry(key: tuple[int, ...]) -> tuple:
