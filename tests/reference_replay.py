@@ -16,7 +16,7 @@ from heapq import heappop, heappush
 from typing import Any
 
 from codesign.platform.collectives import phases
-from codesign.platform.costs import CollectiveDemands, collective_demands, compute_time_terms, endpoint_rates
+from codesign.platform.costs import CollectiveDemands, collective_demands, compute_time_terms
 from codesign.platform.endpoint import NPU, Design, Engine
 from codesign.problem.model import Problem
 from codesign.schedule.iteration import Order, build_iteration
@@ -117,6 +117,16 @@ class Pools:
         return cls(INF, INF, INF, 0.0, npu.hbm_bandwidth)
 
 
+def endpoint_rates(engine: Engine, npu: NPU, design: Design) -> dict[str, float]:
+    # (frozen with the rest: the engine rates as costs.py gave them before the engine registry)
+    if engine.kind == "baseline":
+        return {"hbm": design.get("comm_hbm_share") * npu.hbm_bandwidth,
+                "cores": design.get("comm_cores") * npu.core_reduce_rate}
+    if engine.kind == "ace":
+        return {"alu": design.get("alu"), "dma": design.get("dma"), "sram": design.get("sram")}
+    return {}
+
+
 @dataclass(frozen=True)
 class PhaseWork:
     """What one chunk-phase asks: seconds on its dimension's links, memory bytes, reduction bytes."""
@@ -128,11 +138,14 @@ class PhaseWork:
     wire_bytes: float
 
 
-def phase_work(dem: CollectiveDemands, i: int, kind: str, wire_bytes: float) -> PhaseWork:
+def phase_work(dem: CollectiveDemands, i: int, engine: Engine, wire_bytes: float) -> PhaseWork:
+    # (frozen: the demands CollectiveDemands carried before the engine registry, computed the same way)
+    kind = engine.kind
+    last = len(dem.phase_dims) - 1
     if kind == "baseline":
-        mem = dem.phase_hbm_bytes[i]
+        mem = engine.hbm_per_reduce_byte * dem.phase_reduce_bytes[i] + engine.hbm_per_copy_byte * dem.phase_copy_bytes[i]
     elif kind == "ace":
-        mem = dem.phase_dma_bytes(i)
+        mem = (dem.in_bytes if i == 0 else 0.0) + (dem.out_bytes if i == last else 0.0)
     else:
         mem = 0.0
     red = dem.phase_reduce_bytes[i] if kind != "ideal" else 0.0
@@ -331,7 +344,7 @@ class _Replay:
             k = self.p.schedule.chunks
             dem = collective_demands(c.comm, self.p.topology, self.p.engine, k)
             wires = [ph.wire_bytes for ph in phases(c.comm, self.p.topology, dem.chunk_bytes)]
-            self.works.append([phase_work(dem, i, self.kind, wires[i]) for i in range(len(wires))])
+            self.works.append([phase_work(dem, i, self.p.engine, wires[i]) for i in range(len(wires))])
             self.nchunks.append(k)
             self.chunk_bytes.append(dem.chunk_bytes)
             self.expected[c.index] = sum(ph.wire_bytes for ph in phases(c.comm, self.p.topology))

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codesign.platform.collectives import payload_bytes, phases
-from codesign.platform.costs import collective_demands, endpoint_rates, phase_resource_times
+from codesign.platform.costs import alone_time, capacities, collective_demands, phase_demand
 from codesign.platform.endpoint import NPU, Design, Engine, Option
 from codesign.platform.topology import Dim, Topology
 from codesign.workload.model import Comm
@@ -83,13 +83,16 @@ def test_all_reduce_is_reduce_scatter_then_all_gather(ss, S):
 @given(sizes, nbytes)
 def test_baseline_hbm_is_3_5x_network_for_all_reduce(ss, S):
     """docs/paper.md: 5 bytes of HBM per reduce-scatter byte, 2 per all-gather byte -> 3.5x."""
-    dem = collective_demands(Comm("all_reduce", S), torus(*ss), Engine("baseline"), chunks=1)
+    base, ace = Engine("baseline"), Engine("ace")
+    dem = collective_demands(Comm("all_reduce", S), torus(*ss), base, chunks=1)
     wire = sum(p.wire_bytes for p in phases(Comm("all_reduce", S), torus(*ss)))
-    assert sum(dem.phase_hbm_bytes) == pytest.approx(3.5 * wire, rel=1e-9)
+    hbm = sum(phase_demand(base, dem, i)[0] for i in range(len(dem.phase_dims)))
+    assert hbm == pytest.approx(3.5 * wire, rel=1e-9)
     # ACE reads and writes each byte once: 2S, i.e. P/(P-1) times the network bytes
     P = math.prod(ss)
-    assert dem.ace_hbm_bytes == pytest.approx(2 * S)
-    assert sum(dem.phase_hbm_bytes) / dem.ace_hbm_bytes == pytest.approx(3.5 * (P - 1) / P, rel=1e-9)
+    dma = sum(phase_demand(ace, dem, i)[0] for i in range(len(dem.phase_dims)))
+    assert dma == pytest.approx(2 * S)
+    assert hbm / dma == pytest.approx(3.5 * (P - 1) / P, rel=1e-9)
 
 
 def _ace(sram: float, alu: float, dma: float) -> tuple[Engine, Design]:
@@ -99,9 +102,8 @@ def _ace(sram: float, alu: float, dma: float) -> tuple[Engine, Design]:
 
 def _alone(dem, e: Engine, d: Design) -> list[float]:
     """Each phase's time alone on the endpoint: the largest of its link time and its endpoint times."""
-    rates = endpoint_rates(e, NPU(), d)
-    return [max([link, *phase_resource_times(dem, i, e.kind, rates).values()])
-            for i, link in enumerate(dem.phase_link_s)]
+    caps = capacities(e, NPU(), d)
+    return [alone_time(e, dem, i, caps) for i in range(len(dem.phase_link_s))]
 
 
 @settings(max_examples=60)

@@ -19,3 +19,19 @@ def test_custom_constraint_example_holds():
     s = mod["main"](str(ROOT / "problems" / "resnet50_ace_torus3d.yaml"))
     assert s.power_w <= 1.5 + 1e-9
     assert s.design["sram"] >= 2 * 9437184 / 4  # the largest ResNet-50 all-reduce (fp32), in 4 chunks
+
+
+def test_an_engine_registered_from_outside_replays_as_ace_without_alus_to_wait_for():
+    """examples/in_network_engine.py: one EngineKind registered, and the MILP, the simulator, the reports and
+    the JSON take it; where ACE's ALUs never hold anything back the two engines replay alike."""
+    from codesign.platform.engines import ENGINES
+    mod = runpy.run_path(str(ROOT / "examples" / "in_network_engine.py"))
+    try:
+        for name in ("quickstart", "resnet50_ace_torus3d"):
+            innet, ace = mod["main"](str(ROOT / "problems" / f"{name}.yaml"))
+            assert innet.status == ace.status == "optimal"
+            assert innet.iteration_time_s == ace.iteration_time_s
+            assert innet.design["buffer"] == ace.design["sram"] and innet.design["dma"] == ace.design["dma"]
+            assert "buffer_bytes" in innet.to_dict()["design"]
+    finally:
+        ENGINES.pop("innet", None)  # the registry is the process's: leave it as the other tests expect

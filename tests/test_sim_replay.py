@@ -239,13 +239,18 @@ def test_validation_flags_a_solution_that_does_not_replay_as_reported():
 @given(topologies(), engines(), st.integers(1, 4), mb)
 def test_a_lone_chunk_phase_takes_the_milps_phase_time(topo, ed, chunks, nbytes):
     """The replay and the MILP must read one cost model: a chunk-phase alone on the endpoint takes
-    exactly the MILP's phase_time, max(link, each endpoint resource) from platform/costs.py."""
-    from codesign.platform.costs import collective_demands, endpoint_rates, phase_resource_times
+    exactly costs.alone_time, and the MILP's phase terms at the design give the same."""
+    from codesign.milp.data import TIME_UNIT, model_data
+    from codesign.platform.costs import alone_time, capacities, collective_demands
     from codesign.platform.pools import Pools, alone_rate, phase_work
     eng, design = ed
+    p = problem(Workload("w", "data", (Layer("l", Compute(time_s=1e-6), Compute(time_s=1e-6), Compute(time_s=1e-6),
+                                             weight_grad_comm=Comm("all_reduce", nbytes)),)), topo, eng, chunks=chunks)
     dem = collective_demands(Comm("all_reduce", nbytes), topo, eng, chunks)
-    pools = Pools.of(eng, problem(Workload("w", "data", ()), topo, eng).npu, design)
-    rates = endpoint_rates(eng, problem(Workload("w", "data", ()), topo, eng).npu, design)
-    for i, link_s in enumerate(dem.phase_link_s):
-        milp = max([link_s, *phase_resource_times(dem, i, eng.kind, rates).values()])
-        assert 1.0 / alone_rate(phase_work(dem, i, eng.kind, 0.0), pools) == pytest.approx(milp, rel=1e-12)
+    pools = Pools.of(eng, p.npu, design)
+    caps = capacities(eng, p.npu, design)
+    milp = model_data(p).phase_values({r: 0 for r in eng.resources})
+    for i in range(len(dem.phase_link_s)):
+        t = alone_time(eng, dem, i, caps)
+        assert 1.0 / alone_rate(phase_work(dem, i, eng, 0.0), pools) == pytest.approx(t, rel=1e-12)
+        assert milp[0, i] * TIME_UNIT == pytest.approx(t, rel=1e-12)

@@ -100,10 +100,11 @@ def _fmt(v: Any) -> str:
 
 def table(df: Any, pl: Any, limit: int = 200) -> str:
     """The summary table: each point's values as written, status, iteration time, area, power, design."""
-    from ..pipeline.solution import DESIGN_KEYS, DESIGN_LABELS
+    from ..pipeline.solution import design_keys, design_labels
     from ..spec.units import format_quantity
 
-    design = [(c, DESIGN_LABELS[r]) for r, c in DESIGN_KEYS.items() if c in df.columns]
+    labels = design_labels()
+    design = [(c, labels[r]) for r, c in design_keys().items() if c in df.columns]
     heads = [p.path for p in pl.params]
     shown = list(zip(df.iterrows(), pl.points))[:limit]
     width = [min(28, max([len(h)] + [len(str(pt.values.get(h, "(file)"))) for _, pt in shown])) for h in heads]

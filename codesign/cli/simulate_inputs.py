@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import SpecError, shown
-from ..pipeline.solution import DESIGN_KEYS
+from ..pipeline.solution import design_keys
 from ..platform.endpoint import Design, design_of
 from ..problem.model import Problem
 from ..schedule.iteration import Order, build_iteration
@@ -33,7 +33,7 @@ def design_and_order(problem: Problem, solution_path: str | None, *,
                         file=file, path="engine")
     choice = {}
     for r, opts in eng.resources.items():
-        key = DESIGN_KEYS[r]
+        key = design_keys()[r]
         if key not in doc["design"]:
             raise SpecError(f"missing the value of {r}", file=file, path=f"design.{key}")
         v = doc["design"][key]

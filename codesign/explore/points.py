@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ..errors import InfeasibleError
-from ..pipeline.solution import DESIGN_KEYS, Solution
+from ..pipeline.solution import Solution, design_keys
 from ..pipeline.solve import Extra, solve
 from ..problem.model import Problem
 
@@ -50,7 +50,8 @@ def solution_row(s: Solution) -> dict[str, Any]:
     """A Solution as one results row (SI units, area in mm^2)."""
     row = {c: getattr(s, c) for c in RESULT_COLUMNS if c not in ("error",)}
     row["error"] = "; ".join(s.notes)
-    row.update({DESIGN_KEYS[r]: v for r, v in s.design.items()})
+    keys = design_keys()
+    row.update({keys[r]: v for r, v in s.design.items()})
     row.update(evaluations=s.evaluations, master_solves=s.master_solves)
     return row
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import SpecError, shown
-from ..pipeline.solution import DESIGN_KEYS, Solution
+from ..pipeline.solution import Solution, design_keys
 from ..pipeline.solve import Extra
 from ..problem.load import parse_problem
 from ..problem.model import Problem
@@ -168,7 +168,8 @@ def plan(problem: Problem | str | Path | Mapping, params: Mapping[str, Any] | It
             prob = dataclasses.replace(prob, solver=keep_solver)
         cols = {p.path: canonical(values[p.path] if p.path in values else get_value(doc, p.tokens)) for p in ps}
         points.append(Point(i, values, varied, prob, point_key(prob, time_limit, extra, checks), cols))
-    design = [DESIGN_KEYS[r] for r in DESIGN_KEYS if any(r in pt.problem.engine.resources for pt in points)]
+    keys = design_keys()
+    design = [keys[r] for r in keys if any(r in pt.problem.engine.resources for pt in points)]
     check_cols = [c for ch in checks for c in ch.columns]
     columns = ["key", "problem", *[p.path for p in ps], *RESULT_COLUMNS, *design, *check_cols, *TAIL_COLUMNS]
     return Plan(file, ps, mode, points, columns, time_limit, extra, tuple(checks))

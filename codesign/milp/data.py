@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..platform.costs import (CollectiveDemands, collective_demands, compute_time_terms, endpoint_rates,
-                              phase_resource_times)
-from ..platform.endpoint import Design, Engine
+from ..platform.costs import CollectiveDemands, collective_demands, compute_time_terms, phase_demand, resource_time
+from ..platform.endpoint import Engine
+from ..platform.engines import engine_kind
 from ..problem.model import Problem
 from ..schedule.iteration import Iteration, build_iteration
 
@@ -25,9 +25,6 @@ MAX_TASK_US = 1e10
 #: 1e15 and more, and areas of 0.1 mm^2 sit beside them).
 MAX_COST = 1e9
 
-#: Per engine, the resource behind each endpoint time of a phase.
-PHASE_DRIVERS = {"baseline": {"hbm": "comm_hbm_share", "cores": "comm_cores"}, "ace": {"alu": "alu", "dma": "dma"},
-                 "ideal": {}}
 
 
 @dataclass(frozen=True)
@@ -49,24 +46,20 @@ class ModelData:
     def engine(self) -> Engine:
         return self.problem.engine
 
-    def _values(self, resource: str | None) -> list[float | None]:
-        return [o.value for o in self.engine.options(resource)] if resource else [None]
-
-    def _term(self, resource: str | None, f) -> Term:
-        return Term(resource, tuple(f(v) / TIME_UNIT for v in self._values(resource)))
-
-    def _rates(self, resource: str | None, value: float | None) -> dict[str, float]:
-        """Endpoint rates with ``resource`` at ``value`` (the others are not read by the caller)."""
-        vals = {} if resource is None else {resource: value}
-        return endpoint_rates(self.engine, self.problem.npu, Design(self.engine.kind, vals))
-
     def phase_terms(self, k: int, i: int) -> list[Term]:
-        """The endpoint times of a chunk in phase i of collective k, one Term per endpoint resource."""
+        """The endpoint times of a chunk in phase i of collective k, one Term per pool it asks something of
+        (``costs.phase_endpoint_times`` at each option of the resource that sizes the pool)."""
         hit = self._phase_cache.get((k, i))
         if hit is None:
-            dem, kind = self.demands[k], self.engine.kind
-            hit = [self._term(res, lambda v, rk=rk, res=res: phase_resource_times(dem, i, kind, self._rates(res, v))[rk])
-                   for rk, res in PHASE_DRIVERS[kind].items()]
+            eng, npu, dem = self.engine, self.problem.npu, self.demands[k]
+            kind = engine_kind(eng.kind)
+            hit = []
+            for pool, demand in zip(("memory", "reduction"), phase_demand(eng, dem, i)):
+                r = kind.sizing(pool)
+                if r is None or demand <= 0.0:
+                    continue  # an unlimited pool, or nothing asked of it
+                hit.append(Term(r.name, tuple(resource_time(demand, r.capacity(o.value, npu)) / TIME_UNIT
+                                              for o in eng.options(r.name))))
             self._phase_cache[k, i] = hit
         return hit
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..platform.costs import collective_demands, compute_time_terms
+from ..platform.costs import collective_demands, compute_time_terms, resource_time
 from ..platform.endpoint import Design
 from ..platform.pools import Pools, phase_rates, phase_work, sram_need
 from ..problem.model import Problem
@@ -75,7 +75,7 @@ def flow_shop(problem: Problem, design: Design) -> FlowShop:
     mem = red = 0.0
     for c in it.comms:
         dem = collective_demands(c.comm, problem.topology, eng, m)
-        works = [phase_work(dem, i, eng.kind, 0.0) for i in range(len(dem.phase_dims))]
+        works = [phase_work(dem, i, eng, 0.0) for i in range(len(dem.phase_dims))]
         dims.append(tuple(w.dim for w in works))
         alone.append(tuple(1.0 / phase_rates([w], pools)[0] / TIME_UNIT for w in works))
         hold.append(sram_need(dem.chunk_bytes, pools.sram) if math.isfinite(pools.sram) else 0.0)
@@ -83,8 +83,8 @@ def flow_shop(problem: Problem, design: Design) -> FlowShop:
         red += m * sum(w.reduce_bytes for w in works)
     # durations on the serial network are not used by the flow shop; the base carries r, d and P
     base = instance(shape, pc, [0.0] * len(it.comms))
-    mem_us = mem / pools.memory / TIME_UNIT if eng.kind != "ideal" and pools.memory > 0 else 0.0
-    red_us = red / pools.reduction / TIME_UNIT if eng.kind != "ideal" and pools.reduction > 0 else 0.0
+    mem_us = resource_time(mem, pools.memory) / TIME_UNIT
+    red_us = resource_time(red, pools.reduction) / TIME_UNIT
     return FlowShop(tuple(dims), tuple(alone), tuple(hold), m, base, pools.sram, mem_us, red_us,
                     len(problem.topology.dims))
 

@@ -52,6 +52,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..platform.costs import compute_time_terms
+from ..platform.engines import engine_kind
 from ..platform.pools import sram_need
 from ..problem.model import SolverSpec
 from .data import TIME_UNIT, ModelData, Term
@@ -107,6 +108,8 @@ class Master:
         self.compute_us = nominal_compute_us(md)
         self.P = float(sum(self.compute_us))
         self.shape: Shape | None = separable(md.iteration)
+        sram = engine_kind(self.engine.kind).sizing("sram")
+        self.sram: str | None = sram.name if sram is not None else None  # the resource that sizes the SRAM
         m = pyo.ConcreteModel(name=p.name)
         self.model = m
         self._design(m)
@@ -201,12 +204,12 @@ class Master:
                 m.loads.add(m.T >= sum(self.work(k, d) for k in ks))
         for term in md.pool_load_terms():
             m.loads.add(m.T >= self.lin(term))
-        if eng.kind == "ace":
-            for o, opt in enumerate(eng.options("sram")):
+        if self.sram is not None:
+            for o, opt in enumerate(eng.options(self.sram)):
                 held = [self.chunks * sram_need(md.demands[k].chunk_bytes, opt.value) / opt.value for k in range(K)]
                 big = sum(h * self._max_traversal(k) for k, h in enumerate(held))
                 if big > 0:
-                    m.loads.add(m.T + self._gate("sram", o, big) >= sum(h * self.traversal(k) for k, h in enumerate(held)
+                    m.loads.add(m.T + self._gate(self.sram, o, big) >= sum(h * self.traversal(k) for k, h in enumerate(held)
                                                                        if self.nph[k]))
 
     def _cycle(self, m: pyo.ConcreteModel) -> None:
@@ -226,12 +229,12 @@ class Master:
             release = m.compute_start[c.issue_after] + p[c.issue_after]
             for span in self._spans(k):
                 m.cycle.add(m.comm_end[k] >= release + span)
-            if eng.kind == "ace" and self.nph[k]:
-                for o, opt in enumerate(eng.options("sram")):
+            if self.sram is not None and self.nph[k]:
+                for o, opt in enumerate(eng.options(self.sram)):
                     waves = self._waves(k, opt.value)
                     if waves > 1:
                         big = waves * self._max_traversal(k)
-                        m.cycle.add(m.comm_end[k] + self._gate("sram", o, big) >= release + waves * self.traversal(k))
+                        m.cycle.add(m.comm_end[k] + self._gate(self.sram, o, big) >= release + waves * self.traversal(k))
             shift = m.T if c.next_iteration else 0.0
             m.cycle.add(m.compute_start[c.wait_before] + shift >= m.comm_end[k] + c.delay_s / TIME_UNIT)
 
@@ -362,10 +365,10 @@ class Master:
         values = self.md.phase_values(choice)  # (k, i) -> us alone at this design
         for key, (ks, rel, due) in self._release_due.items():
             if key == "sram":
-                if self.engine.kind != "ace":
+                if self.sram is None:
                     continue
-                o = choice["sram"]
-                S = self.engine.options("sram")[o].value
+                o = choice[self.sram]
+                S = self.engine.options(self.sram)[o].value
                 sel = [n for n, k in enumerate(ks) if sram_need(self.md.demands[k].chunk_bytes, S) > S / 2 * (1 + 1e-12)]
                 w = np.array([self.chunks * sum(values[k, i] for i in range(self.nph[k])) for k in ks])
                 tag = ("sram", o)
@@ -407,7 +410,7 @@ class Master:
             o = tag[1]
             lhs = sum(self.chunks * self.traversal(k) for k in members)
             big = sum(self.chunks * self._max_traversal(k) for k in members)
-            self._cut(m.interval, m.T + self._gate("sram", o, big) >= self.P + ra + lhs - db)
+            self._cut(m.interval, m.T + self._gate(self.sram, o, big) >= self.P + ra + lhs - db)
 
 
 def _best_interval(rel: np.ndarray, due: np.ndarray, w: np.ndarray) -> tuple[int, int, float] | None:

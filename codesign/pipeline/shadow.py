@@ -40,6 +40,7 @@ from ..milp.data import TIME_UNIT, model_data
 from ..milp.master import nominal_compute_us
 from ..milp.platform import build_platform_lp, realized_durations
 from ..platform.endpoint import design_of
+from ..platform.engines import engine_kind
 from ..problem.model import Problem
 from ..sim.replay import simulate
 from .solution import Solution
@@ -108,12 +109,10 @@ def resources(problem: Problem, choice: dict[str, int]) -> list[tuple[str, str, 
             return dataclasses.replace(p, topology=dataclasses.replace(p.topology, dims=tuple(dims)))
         out.append((f"topology.dims[{d}].bandwidth", f"link bandwidth, dim {d} ({dim.name}), per link", "B/s",
                     dim.link_bandwidth, set_bw))
-    if problem.engine.kind == "baseline":
+    kind = engine_kind(problem.engine.kind)
+    if any(r.takes_cores for r in kind.resources):  # the rate a core reduces at prices those cores
         out.append(("npu.core_reduce_rate", "reduction rate per core", "B/s", npu.core_reduce_rate,
                     lambda p, v: dataclasses.replace(p, npu=dataclasses.replace(p.npu, core_reduce_rate=v))))
-    units = {"sram": "bytes", "alu": "B/s", "dma": "B/s", "comm_cores": "cores", "comm_hbm_share": "share"}
-    names = {"sram": "ACE SRAM", "alu": "ACE reduction ALUs", "dma": "ACE DMA", "comm_cores": "cores for communication",
-             "comm_hbm_share": "HBM share for communication"}
     for r, opts in problem.engine.resources.items():
         i = choice.get(r, 0)
 
@@ -122,7 +121,8 @@ def resources(problem: Problem, choice: dict[str, int]) -> list[tuple[str, str, 
             ops[i] = dataclasses.replace(ops[i], value=v)
             res = {**p.engine.resources, r: tuple(ops)}
             return dataclasses.replace(p, engine=dataclasses.replace(p.engine, resources=res))
-        out.append((f"engine.{r}", names[r], units[r], opts[i].value, set_opt))
+        res = kind.resource(r)
+        out.append((f"engine.{r}", res.description, res.unit, opts[i].value, set_opt))
     return out
 
 

@@ -6,22 +6,26 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..milp.size import ModelSize
-from ..spec.units import BYTES, BYTES_PER_S, format_quantity
+from ..platform.engines import every_resource
+from ..spec.units import Dimension, format_quantity
 
-#: JSON names of design values, with their units.
-DESIGN_KEYS = {"sram": "sram_bytes", "alu": "alu_rate_bytes_per_s", "dma": "dma_bandwidth_bytes_per_s",
-               "comm_cores": "comm_cores", "comm_hbm_share": "comm_hbm_share"}
 
-#: A sized resource's label and unit dimension (None: a plain number), as the reports print it.
-DESIGN_LABELS = {"sram": ("SRAM", BYTES), "alu": ("ALU", BYTES_PER_S), "dma": ("DMA", BYTES_PER_S),
-                 "comm_cores": ("comm cores", None), "comm_hbm_share": ("comm HBM share", None)}
+def design_keys() -> dict[str, str]:
+    """The JSON name of each resource's design value, with its unit (``engines.Resource.json_key``)."""
+    return {name: r.json_key for name, r in every_resource().items()}
+
+
+def design_labels() -> dict[str, tuple[str, Dimension | None]]:
+    """Each resource's label and unit (None: a plain number), as the reports print it."""
+    return {name: (r.label, r.quantity) for name, r in every_resource().items()}
 
 
 def design_text(values: dict[str, float]) -> str:
-    """'SRAM 4 MiB, ALU 128 GB/s, ...' for a design's values (units per platform.endpoint.RESOURCES)."""
+    """'SRAM 4 MiB, ALU 128 GB/s, ...' for a design's values (units per ``engines.Resource``)."""
     parts = []
+    labels = design_labels()
     for r, v in values.items():
-        label, dim = DESIGN_LABELS[r]
+        label, dim = labels[r]
         parts.append(f"{label} {format_quantity(v, dim) if dim else f'{v:g}'}")
     return ", ".join(parts) if parts else "(nothing to size)"
 
@@ -91,7 +95,8 @@ class Solution:
 
     @property
     def design_named(self) -> dict[str, float]:
-        return {DESIGN_KEYS[k]: v for k, v in self.design.items()}
+        keys = design_keys()
+        return {keys[k]: v for k, v in self.design.items()}
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document of ``codesign solve --json``."""

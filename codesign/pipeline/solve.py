@@ -28,7 +28,8 @@ import pyomo.environ as pyo
 from ..errors import InfeasibleError, SolverError
 from ..milp.data import TIME_UNIT, ModelData, check_ranges, model_data
 from ..milp.master import Evaluation, Master, unusable
-from ..platform.endpoint import POOL_OF, Design, Engine, design_area_mm2, design_of, design_power_w
+from ..platform.endpoint import Design, Engine, design_area_mm2, design_of, design_power_w
+from ..platform.engines import engine_kind
 from ..problem.model import Problem
 from ..sim.replay import SimResult, simulate
 from ..spec.units import SECONDS, format_quantity
@@ -53,7 +54,9 @@ class Replayed:
 def plateau(engine: Engine, limited: dict[str, bool]) -> frozenset[str]:
     """The sized resources that may be larger without changing a replay in which ``limited`` says which
     pools held something back: those that size a pool (and nothing else) that never did."""
-    return frozenset(r for r in engine.sized if r in POOL_OF and not limited.get(POOL_OF[r], True))
+    kind = engine_kind(engine.kind)
+    return frozenset(r for r in engine.sized
+                     if not kind.resource(r).takes_cores and not limited.get(kind.resource(r).pool, True))
 
 
 def policy_evaluator(md: ModelData) -> Callable[[dict[str, int]], tuple[Evaluation, float, Replayed]]:

@@ -4,16 +4,14 @@ takes at a rate.
 The design master (``milp/master.py``) and the simulator (``sim/replay.py``, through
 ``platform/pools.py``) read the same functions, so they cannot disagree about a cost:
 - ``collective_demands``: per chunk of a collective, each phase's link time (bytes over the dimension's
-  bandwidth, plus per message step the hop latency and the endpoint delay), the baseline's HBM bytes
-  (``hbm_per_reduce_byte`` per reduced byte, ``hbm_per_copy_byte`` per copied byte: docs/paper.md's
-  memory-traffic model), the bytes to reduce, and what ACE's DMA reads in its first phase and writes in
-  its last; all design-independent;
-- ``endpoint_rates``: the rates a design gives those demands (the baseline's HBM share and cores; ACE's
-  ALUs, DMA and SRAM); ``phase_resource_times``: demand over rate, per phase;
+  bandwidth, plus per message step the hop latency and the endpoint delay), the bytes it receives to
+  reduce and to store, and the collective's input and output: the same for every engine and design;
+- ``capacities``: the endpoint pools a design gives (``engines.py`` says which resource sets which pool);
+  ``phase_demand``: what a chunk asks of them in a phase, by the engine's rule; ``alone_time``: a
+  chunk-phase's time alone on the endpoint, the one formula the MILP and the simulator read;
 - ``compute_time_terms``: a compute task's core-bound and memory-bound times with what communication
   leaves it.
-A chunk-phase alone on the endpoint takes the largest of its link time and its ``phase_resource_times``;
-what happens when several share the endpoint is the simulator's (``platform/pools.py``).
+What happens when several chunk-phases share the endpoint is the simulator's (``platform/pools.py``).
 """
 from __future__ import annotations
 
@@ -22,6 +20,7 @@ from dataclasses import dataclass
 from ..workload.model import Comm, Compute
 from .collectives import Phase, payload_bytes, phases
 from .endpoint import NPU, Design, Engine
+from .engines import POOLS, engine_kind
 from .topology import Topology
 
 
@@ -42,30 +41,20 @@ def resource_time(demand: float, rate: float) -> float:
 
 @dataclass(frozen=True)
 class CollectiveDemands:
-    """What one chunk of a collective asks of each resource (design-independent).
-
-    ``phase_link_s[i]``: seconds on the links of phase i's dimension; ``phase_hbm_bytes[i]``: baseline
-    HBM bytes touched; ``phase_reduce_bytes[i]``: bytes summed; ``ace_in_bytes``/``ace_out_bytes``: what
-    ACE's DMA reads (input) and writes (output) for the chunk.
+    """What one chunk of a collective asks, the same for every engine and design: per phase i its
+    dimension, its seconds on that dimension's links (``phase_link_s``), the bytes it receives to
+    reduce (``phase_reduce_bytes``) and to store (``phase_copy_bytes``); and the collective's input and
+    output per chunk (``in_bytes``, ``out_bytes``), what an engine that keeps data on chip reads and writes.
     """
 
     chunks: int
     chunk_bytes: float
     phase_dims: tuple[int, ...]
     phase_link_s: tuple[float, ...]
-    phase_hbm_bytes: tuple[float, ...]
     phase_reduce_bytes: tuple[float, ...]
-    ace_in_bytes: float
-    ace_out_bytes: float
-
-    @property
-    def ace_hbm_bytes(self) -> float:
-        return self.ace_in_bytes + self.ace_out_bytes
-
-    def phase_dma_bytes(self, i: int) -> float:
-        """ACE DMA bytes during phase i: the input in the first phase, the output in the last."""
-        last = len(self.phase_dims) - 1
-        return (self.ace_in_bytes if i == 0 else 0.0) + (self.ace_out_bytes if i == last else 0.0)
+    phase_copy_bytes: tuple[float, ...]
+    in_bytes: float
+    out_bytes: float
 
     def link_load_s(self) -> dict[int, float]:
         """Per dimension, the chunk's total link seconds over the phases on it."""
@@ -76,37 +65,42 @@ class CollectiveDemands:
 
 
 def collective_demands(comm: Comm, topology: Topology, engine: Engine, chunks: int) -> CollectiveDemands:
-    """Per-chunk demands of ``comm`` split into ``chunks`` equal chunks."""
+    """Per-chunk demands of ``comm`` split into ``chunks`` equal chunks (the engine gives the endpoint delay)."""
     c = comm.bytes / chunks
     phs = phases(comm, topology, c)
     link = tuple(link_time(p, topology, engine.endpoint_delay_s) for p in phs)
-    hbm = tuple(engine.hbm_per_reduce_byte * p.reduce_wire + engine.hbm_per_copy_byte * p.copy_wire
-                for p in phs)
-    red = tuple(p.reduce_bytes for p in phs)
     inp, out = payload_bytes(comm, topology, c)
-    return CollectiveDemands(chunks, c, tuple(p.dim for p in phs), link, hbm, red, inp, out)
+    return CollectiveDemands(chunks, c, tuple(p.dim for p in phs), link, tuple(p.reduce_wire for p in phs),
+                             tuple(p.copy_wire for p in phs), inp, out)
 
 
-def endpoint_rates(engine: Engine, npu: NPU, design: Design) -> dict[str, float]:
-    """Rates of the endpoint resources a collective uses under ``design``, in the demands' units per second:
-    baseline ``hbm`` (bytes/s) and ``cores`` (reduced bytes/s); ACE ``alu``, ``dma`` (bytes/s), ``sram`` (bytes)."""
-    if engine.kind == "baseline":
-        return {"hbm": design.get("comm_hbm_share") * npu.hbm_bandwidth,
-                "cores": design.get("comm_cores") * npu.core_reduce_rate}
-    if engine.kind == "ace":
-        return {"alu": design.get("alu"), "dma": design.get("dma"), "sram": design.get("sram")}
-    return {}
+def capacities(engine: Engine, npu: NPU, design: Design) -> dict[str, float]:
+    """Each endpoint pool's capacity under ``design`` (bytes/s, or bytes for SRAM): what the resource that
+    sizes it gives (``engines.Resource.capacity``), unlimited where no resource does."""
+    kind = engine_kind(engine.kind)
+    out = {}
+    for pool in POOLS:
+        r = kind.sizing(pool)
+        out[pool] = r.capacity(design.get(r.name), npu) if r is not None else float("inf")
+    return out
 
 
-def phase_resource_times(dem: CollectiveDemands, i: int, kind: str, rates: dict[str, float]) -> dict[str, float]:
-    """Seconds a chunk spends on each endpoint resource in phase i (links excluded)."""
-    if kind == "baseline":
-        return {"hbm": resource_time(dem.phase_hbm_bytes[i], rates["hbm"]),
-                "cores": resource_time(dem.phase_reduce_bytes[i], rates["cores"])}
-    if kind == "ace":
-        return {"alu": resource_time(dem.phase_reduce_bytes[i], rates["alu"]),
-                "dma": resource_time(dem.phase_dma_bytes(i), rates["dma"])}
-    return {}
+def phase_demand(engine: Engine, dem: CollectiveDemands, i: int) -> tuple[float, float]:
+    """(memory bytes, reduce bytes) a chunk asks of the endpoint in phase i."""
+    kind = engine_kind(engine.kind)
+    return kind.memory_bytes(dem, i, engine), dem.phase_reduce_bytes[i] if kind.reduces else 0.0
+
+
+def phase_endpoint_times(engine: Engine, dem: CollectiveDemands, i: int, caps: dict[str, float]) -> dict[str, float]:
+    """Seconds a chunk needs in phase i from each pool alone (its demand over the pool's capacity)."""
+    mem, red = phase_demand(engine, dem, i)
+    return {"memory": resource_time(mem, caps["memory"]), "reduction": resource_time(red, caps["reduction"])}
+
+
+def alone_time(engine: Engine, dem: CollectiveDemands, i: int, caps: dict[str, float]) -> float:
+    """A chunk's time in phase i alone on the endpoint: the largest of its link time and its pool times.
+    The MILP's phase terms and the simulator's alone rate are this, one formula."""
+    return max(dem.phase_link_s[i], *phase_endpoint_times(engine, dem, i, caps).values())
 
 
 def compute_time_terms(task: Compute, npu: NPU, cores_left: float, hbm_left: float) -> tuple[float, float]:

@@ -1,30 +1,12 @@
-"""The NPU endpoint and the communication engine that runs collectives beside it.
+"""The NPU endpoint, the communication engine beside it, and the engine's design space.
 
-Three engines, as in the ACE study (docs/paper.md):
-- ``baseline``: collectives run on ``comm_cores`` of the NPU's cores and use a reserved share
-  ``comm_hbm_share`` of its HBM bandwidth; compute keeps the rest. Per byte sent, a reduce-scatter
-  step touches ``hbm_per_reduce_byte`` (5) bytes of HBM and an all-gather step ``hbm_per_copy_byte``
-  (2): the memory-traffic model of docs/paper.md that yields the 3.5x.
-- ``ace``: the Accelerator Collectives Engine: ``sram`` bytes, reduction ``alu`` rate (bytes/s) and
-  ``dma`` bandwidth (bytes/s) to HBM. It reads each input once and writes each output once and uses
-  no NPU cores; its DMA bandwidth is drawn from HBM and so is reserved away from compute.
-- ``ideal``: communication costs the endpoint nothing; only the network limits it.
-
-Sized resources are catalogs of options (value, area, power); a fixed value is a catalog of one.
+Which engines there are, what each sizes and what each asks of the endpoint is the registry of
+``engines.py``; here are the values: the NPU, an engine's catalog of options per sized resource (value,
+area, power; a fixed value is a catalog of one) with its budgets, and a design (one option each).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-ENGINE_KINDS = ("baseline", "ace", "ideal")
-#: The endpoint pool each sized resource sets and nothing else (``pools.Pools``): memory traffic,
-#: reduction, or SRAM. ``comm_cores`` is absent: the cores it gives communication are taken from compute.
-POOL_OF = {"sram": "sram", "alu": "reduction", "dma": "memory", "comm_hbm_share": "memory"}
-#: The sized resources of each engine and the unit of their option values.
-RESOURCES = {"baseline": {"comm_cores": "cores", "comm_hbm_share": "fraction of HBM bandwidth"},
-             "ace": {"sram": "bytes", "alu": "bytes/s", "dma": "bytes/s"},
-             "ideal": {}}
-
 
 @dataclass(frozen=True)
 class NPU:
@@ -45,7 +27,8 @@ class NPU:
 
 @dataclass(frozen=True)
 class Option:
-    """One choice for a sized resource: its value (unit per RESOURCES), area in mm^2, power in W."""
+    """One choice for a sized resource: its value (unit per the resource, ``engines.Resource``), area in
+    mm^2, power in W."""
 
     value: float
     area_mm2: float = 0.0
@@ -56,7 +39,9 @@ class Option:
 class Engine:
     """A communication engine and its design space.
 
-    ``resources`` maps each resource of RESOURCES[kind] to its catalog of options (at least one).
+    ``resources`` maps each resource of the engine kind (``engines.ENGINES[kind]``) to its catalog of
+    options (at least one). ``hbm_per_reduce_byte``/``hbm_per_copy_byte``: the baseline's HBM bytes
+    touched per byte received to reduce and to store (docs/paper.md's memory-traffic model).
     ``endpoint_delay_s`` is paid once per message step at the endpoint (ASTRA-sim's endpoint-delay).
     ``fixed_area_mm2`` / ``fixed_power_w`` count parts of the engine that do not vary with the design.
     """
@@ -88,7 +73,7 @@ class Engine:
 
 @dataclass(frozen=True)
 class Design:
-    """One concrete choice: a value per resource (units per RESOURCES)."""
+    """One concrete choice: a value per resource (units per ``engines.Resource``)."""
 
     kind: str
     values: dict[str, float]

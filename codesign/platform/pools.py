@@ -5,7 +5,7 @@ memory traffic (baseline: HBM bytes within communication's reserved share; ACE: 
 reduction (baseline: bytes on communication's cores; ACE: bytes on the ALUs). Active chunk-phases share
 each pool max-min fairly and without waste (water-filling: a phase that needs less than an equal share
 leaves the rest to the others); a phase progresses at the slowest of its link and its shares, so a
-phase alone on the endpoint takes exactly the MILP's ``phase_time`` (costs.phase_resource_times). Compute gets what
+phase alone on the endpoint takes exactly ``costs.alone_time``, the MILP's ``phase_time``. Compute gets what
 communication leaves at that instant: all cores unless a baseline collective is running, and the HBM
 bandwidth communication is not using -- the contention the MILP's static split only approximates.
 """
@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..workload.model import Compute
-from .costs import CollectiveDemands, compute_time_terms, endpoint_rates
+from .costs import CollectiveDemands, capacities, compute_time_terms, phase_demand
 from .endpoint import NPU, Design, Engine
+from .engines import engine_kind
 
 INF = float("inf")
 
@@ -39,12 +40,10 @@ class Pools:
 
     @classmethod
     def of(cls, engine: Engine, npu: NPU, design: Design) -> Pools:
-        r = endpoint_rates(engine, npu, design)
-        if engine.kind == "baseline":
-            return cls(r["hbm"], r["cores"], INF, design.get("comm_cores"), npu.hbm_bandwidth)
-        if engine.kind == "ace":
-            return cls(r["dma"], r["alu"], r["sram"], 0.0, npu.hbm_bandwidth)
-        return cls(INF, INF, INF, 0.0, npu.hbm_bandwidth)
+        """The pools ``design`` gives (``costs.capacities``) and the cores communication takes while it runs."""
+        caps = capacities(engine, npu, design)
+        cores = sum(design.get(r.name) for r in engine_kind(engine.kind).resources if r.takes_cores)
+        return cls(caps["memory"], caps["reduction"], caps["sram"], cores, npu.hbm_bandwidth)
 
 
 @dataclass(frozen=True)
@@ -58,14 +57,9 @@ class PhaseWork:
     wire_bytes: float
 
 
-def phase_work(dem: CollectiveDemands, i: int, kind: str, wire_bytes: float) -> PhaseWork:
-    if kind == "baseline":
-        mem = dem.phase_hbm_bytes[i]
-    elif kind == "ace":
-        mem = dem.phase_dma_bytes(i)
-    else:
-        mem = 0.0
-    red = dem.phase_reduce_bytes[i] if kind != "ideal" else 0.0
+def phase_work(dem: CollectiveDemands, i: int, engine: Engine, wire_bytes: float) -> PhaseWork:
+    """Chunk-phase i of a collective as the pools see it (``costs.phase_demand``)."""
+    mem, red = phase_demand(engine, dem, i)
     return PhaseWork(dem.phase_dims[i], dem.phase_link_s[i], mem, red, wire_bytes)
 
 
@@ -133,11 +127,10 @@ def phase_rates(active: list[PhaseWork], pools: Pools) -> list[float]:
     return rates
 
 
-def compute_rate(task: Compute, npu: NPU, pools: Pools, comm_busy: bool, comm_memory_rate: float,
-                 engine_kind: str) -> float:
-    """Progress rate (fraction of the task per second) of a compute task given communication's use now.
-
-    Communication's memory traffic counts against HBM on both engines (ACE's DMA reads and writes HBM)."""
+def compute_rate(task: Compute, npu: NPU, pools: Pools, comm_busy: bool, comm_memory_rate: float) -> float:
+    """Progress rate (fraction of the task per second) of a compute task given communication's use now:
+    the cores communication takes while it runs, and its memory traffic, which comes out of HBM on every
+    engine (ACE's DMA reads and writes HBM)."""
     cores_left = npu.cores - (pools.comm_cores if comm_busy else 0.0)
     hbm_left = max(npu.hbm_bandwidth - comm_memory_rate, 1e-9 * npu.hbm_bandwidth)
     t = max(compute_time_terms(task, npu, cores_left, hbm_left))

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import SpecError, shown
-from ..platform.endpoint import ENGINE_KINDS, NPU, Engine, Option
+from ..platform.endpoint import NPU, Engine, Option
+from ..platform.engines import ENGINES, every_resource
 from ..platform.topology import ALGORITHMS, KINDS, Dim, Topology
 from ..spec import units as U
 from ..spec.readers import (Ctx, boolean, choice, items, join_path, kind_of, line_of, number, quantity, section,
@@ -30,10 +31,6 @@ from .model import OBJECTIVES, ORDERS, Objective, Problem, ScheduleSpec, SolverS
 #: Models built from their architecture in code (``workload: {builder: NAME, args: {...}}``).
 BUILDERS: dict[str, Callable[..., Workload]] = {"gnmt": gnmt}
 
-OPTION_VALUE = {
-    "sram": ("size", U.BYTES), "alu": ("rate", U.BYTES_PER_S), "dma": ("bandwidth", U.BYTES_PER_S),
-    "comm_cores": ("cores", None), "comm_hbm_share": ("share", None),
-}
 
 
 # ---------------------------------------------------------------- workload
@@ -235,22 +232,21 @@ def npu(ctx: Ctx, n: Any, top: YMap) -> NPU:
 # ---------------------------------------------------------------- engine
 
 def _option_value(ctx: Ctx, resource: str, v: Any, path: str, line: int | None, n: NPU) -> float:
-    key, dim = OPTION_VALUE[resource]
-    if dim is not None:
-        val = value_with_unit(ctx, v, dim, path, line, key)
-        if resource == "dma" and val >= n.hbm_bandwidth:
-            raise ctx.error(path, f"DMA bandwidth {U.format_quantity(val, U.BYTES_PER_S)} must be below the NPU's "
-                            f"HBM bandwidth {U.format_quantity(n.hbm_bandwidth, U.BYTES_PER_S)}", line)
-        return val
-    if resource == "comm_cores":
-        return number(ctx, v, path, line, integer=True, lo=1, hi=n.cores - 1)
-    return number(ctx, v, path, line, lo=0, hi=1, lo_open=True)
+    r = every_resource()[resource]
+    lo, hi, lo_open, integer = r.limits(n)
+    if r.quantity is None:
+        return number(ctx, v, path, line, integer=integer, lo=lo, hi=hi, lo_open=lo_open)
+    val = value_with_unit(ctx, v, r.quantity, path, line, r.option_key)
+    if hi is not None and val >= hi:  # a rate must leave the NPU some of what it draws from (the DMA, of HBM)
+        raise ctx.error(path, f"{r.label} {r.option_key} {U.format_quantity(val, r.quantity)} must be below "
+                        f"{r.limit_name} {U.format_quantity(hi, r.quantity)}".replace("  ", " "), line)
+    return val
 
 
 def _options(ctx: Ctx, m: YMap, resource: str, n: NPU) -> tuple[Option, ...]:
     p = f"engine.{resource}"
     v = m[resource]
-    key, _ = OPTION_VALUE[resource]
+    key = every_resource()[resource].option_key
     if isinstance(v, dict):  # one option written as a mapping, not in a list
         return (_option(ctx, resource, v, p, m, resource, n),)
     if not isinstance(v, list):
@@ -270,7 +266,7 @@ def _options(ctx: Ctx, m: YMap, resource: str, n: NPU) -> tuple[Option, ...]:
 
 def _option(ctx: Ctx, resource: str, ov: Any, op: str, parent: Any, key: Any, n: NPU) -> Option:
     """One option written as a mapping: its value under the resource's key, area and power."""
-    vkey, _ = OPTION_VALUE[resource]
+    vkey = every_resource()[resource].option_key
     om = section(ctx, ov, op, (vkey, "area", "power"), (vkey,), parent, key)
     return Option(_option_value(ctx, resource, om[vkey], join_path(op, vkey), line_of(om, vkey), n),
                   quantity(ctx, om, "area", op, U.AREA_MM2, allow_zero=True, default=0.0),
@@ -280,19 +276,18 @@ def _option(ctx: Ctx, resource: str, ov: Any, op: str, parent: Any, key: Any, n:
 def engine(ctx: Ctx, e: Any, n: NPU, top: YMap) -> Engine:
     p = "engine"
     if not isinstance(e, dict):
-        raise ctx.error(p, f"expected a mapping with 'type: baseline | ace | ideal', got {kind_of(e)}",
+        raise ctx.error(p, f"expected a mapping with 'type: {' | '.join(ENGINES)}', got {kind_of(e)}",
                         line_of(top, "engine"))
     if "type" not in e:
         near = difflib.get_close_matches("type", [str(k) for k in e], n=1, cutoff=0.6)
         hint = f" ({near[0]!r} is there: a typo?)" if near else ""
-        raise ctx.error("engine.type", f"missing required key; expected one of {', '.join(ENGINE_KINDS)}{hint}",
+        raise ctx.error("engine.type", f"missing required key; expected one of {', '.join(ENGINES)}{hint}",
                         line_of(e, near[0]) if near else getattr(e, "line", None))
-    kind = choice(ctx, e, "type", p, ENGINE_KINDS)
+    kind = choice(ctx, e, "type", p, tuple(ENGINES))
     common = ("type", "endpoint_delay", "area_budget", "power_budget", "fixed_area", "fixed_power")
-    per_kind = {"baseline": ("comm_cores", "comm_hbm_share", "hbm_per_reduce_byte", "hbm_per_copy_byte"),
-                "ace": ("sram", "alu", "dma"), "ideal": ()}[kind]
-    m = section(ctx, e, p, common + per_kind, ("type",) + tuple(r for r in per_kind if r in OPTION_VALUE))
-    resources = {r: _options(ctx, m, r, n) for r in per_kind if r in OPTION_VALUE}
+    sized = tuple(r.name for r in ENGINES[kind].resources)
+    m = section(ctx, e, p, common + sized + ENGINES[kind].extra_keys, ("type",) + sized)
+    resources = {r: _options(ctx, m, r, n) for r in sized}
 
     def coeff(k: str, default: float) -> float:
         return number(ctx, m.get(k, default), join_path(p, k), line_of(m, k), lo=0)

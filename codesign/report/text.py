@@ -18,7 +18,7 @@ def summary(s: Solution, p: Problem, validation=None) -> str:
     lines = [f"problem         {s.problem}: {p.workload.name} ({len(p.workload.layers)} layers, {p.workload.parallelism}) "
              f"on {topo.shape} {kinds} ({topo.npus} NPUs), {s.engine} engine"]
     lines.append(f"design          {design_text(s.design)}")
-    if s.engine != "ideal":
+    if p.engine.resources or p.engine.area_budget_mm2 is not None or p.engine.power_budget_w is not None:
         power_budget = f" (budget {p.engine.power_budget_w:g} W)" if p.engine.power_budget_w is not None else ""
         area_budget = f" (budget {p.engine.area_budget_mm2:g} mm^2)" if p.engine.area_budget_mm2 is not None else ""
         lines.append(f"                area {s.area_mm2:.4g} mm^2{area_budget}, "

@@ -10,9 +10,10 @@ Times in seconds.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from ..platform.costs import collective_demands, compute_time_terms
+from ..platform.costs import collective_demands, compute_time_terms, resource_time
 from ..platform.endpoint import Design
 from ..platform.pools import Pools, phase_work
 from ..problem.model import Problem
@@ -45,11 +46,12 @@ def lower_bound(problem: Problem, design: Design) -> LowerBound:
         k = problem.schedule.chunks
         dem = collective_demands(c.comm, problem.topology, problem.engine, k)
         for i, d in enumerate(dem.phase_dims):
-            w = phase_work(dem, i, problem.engine.kind, 0.0)
+            w = phase_work(dem, i, problem.engine, 0.0)
             terms[f"dim{d}:{dims[d].name}"] += k * w.link_s
             mem += k * w.memory_bytes
             red += k * w.reduce_bytes
-    if problem.engine.kind != "ideal":
-        terms["memory"] = mem / pools.memory
-        terms["reduction"] = red / pools.reduction
+    if math.isfinite(pools.memory):
+        terms["memory"] = resource_time(mem, pools.memory)
+    if math.isfinite(pools.reduction):
+        terms["reduction"] = resource_time(red, pools.reduction)
     return LowerBound(max(terms.values()), terms)

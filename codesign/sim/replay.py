@@ -121,7 +121,6 @@ class _Replay:
         self.ref = iterations - 3  # the reference iteration: the first of the two measured
         self.it = build_iteration(problem.workload, problem.schedule.overlap)
         self.pools = Pools.of(problem.engine, problem.npu, design)
-        self.kind = problem.engine.kind
         self.max_iter = iterations
         self.order_pos = None
         if order is not None:
@@ -144,7 +143,7 @@ class _Replay:
             if got is None:
                 dem = collective_demands(c.comm, p.topology, p.engine, k)
                 wires = [ph.wire_bytes for ph in phases(c.comm, p.topology, dem.chunk_bytes)]
-                got = by_comm[c.comm] = ([phase_work(dem, i, self.kind, wires[i]) for i in range(len(wires))],
+                got = by_comm[c.comm] = ([phase_work(dem, i, self.p.engine, wires[i]) for i in range(len(wires))],
                                          dem.chunk_bytes, sum(ph.wire_bytes for ph in phases(c.comm, p.topology)))
             self.works.append(got[0])
             self.nchunks.append(k)
@@ -154,7 +153,7 @@ class _Replay:
     # ------------------------------------------------------------------ the event loop
     def run(self) -> SimResult:  # noqa: C901 (one function on purpose: locals are what make it fast)
         p, it, pools, record = self.p, self.it, self.pools, self.record
-        npu, kind = p.npu, self.kind
+        npu = p.npu
         D = len(p.topology.dims)
         K = len(it.comms)
         max_iter = self.max_iter
@@ -454,7 +453,7 @@ class _Replay:
         def comp_entry(e: tuple, tc: int) -> tuple[float, float]:
             nonlocal hbm_peak
             task = tc_task[tc]
-            r = compute_rate(task, npu, pools, bool(e[0]), e[1], kind)
+            r = compute_rate(task, npu, pools, bool(e[0]), e[1])
             h = _compute_hbm_rate(task, npu, r)
             total = e[1] + h
             if total > hbm_peak:
@@ -674,8 +673,9 @@ class _Replay:
             util[f"dim{d}:{self.p.topology.dims[d].name}"] = per[f"dim{d}"] / span if span else 0.0
         util["hbm_comm"] = per["hbm_comm"] / span / self.p.npu.hbm_bandwidth if span else 0.0
         util["hbm_compute"] = per["hbm_compute"] / span / self.p.npu.hbm_bandwidth if span else 0.0
-        if self.kind != "ideal":
+        if math.isfinite(self.pools.reduction):
             util["reduction"] = per["reduce"] / span / self.pools.reduction if span else 0.0
+        if math.isfinite(self.pools.memory):
             util["comm_memory"] = per["hbm_comm"] / span / self.pools.memory if span else 0.0
         if math.isfinite(self.pools.sram):
             util["sram"] = per["sram"] / span / self.pools.sram if span else 0.0
