@@ -12,6 +12,11 @@ delay, the layer's update for weight-gradient collectives) before it may start:
   and awaited before the next iteration begins. Both outrank every other collective.
 - ``micro``: every collective is issued at the start of the iteration; there is no compute.
 
+A workload with a ``program`` (``Workload.program``) gives its iteration as explicit steps instead, and
+they become the tasks one for one: ASTRA-sim's MODEL, hybrid and Transformer loops with their
+re-computation (``workload.astra.astra_program``), and the LLM builder's pipeline schedules with their
+bubble (``workload.llm``). Their loops are described where they are built.
+
 With ``overlap=False`` (``schedule: {overlap: false}``: the ACE study's no-overlap baseline) every
 collective blocks the compute task after the one that issues it: communication never runs beside
 compute.
@@ -33,7 +38,7 @@ class ComputeTask:
     index: int
     name: str
     layer: int         # index into workload.layers
-    kind: str          # forward | input_grad | weight_grad | idle
+    kind: str          # forward | input_grad | weight_grad | idle, or a program step's kind (workload.model.Step)
     demand: Compute
 
 
@@ -45,7 +50,7 @@ class CommTask:
     index: int
     name: str
     layer: int
-    kind: str          # forward_comm | input_grad_comm | weight_grad_comm
+    kind: str          # forward_comm | input_grad_comm | weight_grad_comm, or a program's (workload.model.Issue)
     comm: Comm
     issue_after: int
     wait_before: int
@@ -74,7 +79,32 @@ def build_iteration(w: Workload, overlap: bool = True) -> Iteration:
     return Iteration(it.computes, tuple(blocking))
 
 
+def _from_program(w: Workload) -> Iteration:
+    """A program's steps as compute tasks, its issues as collectives (``workload.model.Step``, ``Issue``)."""
+    prog = w.program or ()
+    if not prog:
+        raise ValueError(f"workload {w.name!r} has an empty program")
+    J = len(prog)
+    computes = []
+    comms: list[CommTask] = []
+    for j, st in enumerate(prog):
+        computes.append(ComputeTask(j, st.name, st.layer, st.kind, st.demand))
+        for iss in st.issues:
+            if not 0 <= iss.wait < J:
+                raise ValueError(f"{iss.name}: waits before step {iss.wait}, outside the program's 0..{J - 1}")
+            if not iss.next_iteration and iss.wait <= j:
+                raise ValueError(f"{iss.name}: released after step {j} but awaited before step {iss.wait} of the "
+                                 "same iteration")
+            if not 0 <= iss.layer < len(w.layers):
+                raise ValueError(f"{iss.name}: layer {iss.layer} is not one of the workload's")
+            comms.append(CommTask(len(comms), iss.name, iss.layer, iss.kind, iss.comm, j, iss.wait, iss.next_iteration,
+                                  iss.delay_s, iss.urgent))
+    return Iteration(tuple(computes), tuple(comms))
+
+
 def _build(w: Workload) -> Iteration:
+    if w.program is not None:
+        return _from_program(w)
     L = len(w.layers)
     if w.parallelism == "micro":
         computes = (ComputeTask(0, "iteration", -1, "idle", Compute(time_s=0.0)),)

@@ -5,7 +5,15 @@ or as FLOPs and HBM bytes, which the NPU's roofline turns into a time (see ``pla
 Communication is a collective with a size in bytes, over some or all network dimensions.
 Collective sizes follow one convention everywhere: ``bytes`` is the per-NPU size of the full buffer
 (all-reduce: input = output = bytes; reduce-scatter: input bytes, output bytes/P; all-gather: input
-bytes/P, output bytes; all-to-all: input = output = bytes).
+bytes/P, output bytes; all-to-all: input = output = bytes; p2p: each NPU sends ``bytes`` to one neighbour
+in the dimension and receives ``bytes`` from the other, one message each way, as the stages of a pipeline
+pass activations on).
+
+A workload's iteration is its ``parallelism``'s training loop over the layers
+(``schedule.iteration.build_iteration``), unless the workload carries its own ``program``: the compute
+tasks of one iteration in program order, each with the collectives it releases and the task that waits
+for each. ASTRA-sim's hybrid, model-parallel and Transformer loops (``workload.astra``) and the pipeline
+schedules of the LLM builder (``workload.llm``) are given that way.
 """
 from __future__ import annotations
 
@@ -15,7 +23,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import networkx as nx
 
-COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
+#: ``p2p`` is one message of ``bytes`` to a neighbour (one step on one dimension); the platform
+#: (``platform/collectives.py``) must time it before a problem can use it: ``problem.load`` refuses it until then.
+COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p")
+#: The training loops a problem file names (``workload.parallelism``); ASTRA-sim's other loops, and
+#: pipelines, come with their own ``Workload.program``.
 PARALLELISMS = ("data", "model", "hybrid_data_model", "hybrid_model_data", "hybrid_dlrm", "micro")
 PHASE_KINDS = ("forward", "input_grad", "weight_grad")
 
@@ -66,6 +78,37 @@ class Layer:
 
 
 @dataclass(frozen=True)
+class Issue:
+    """A collective a program step releases when it ends: awaited before step ``wait`` (of the next
+    iteration if ``next_iteration``), ``delay_s`` after it ends. ``layer`` indexes ``Workload.layers`` (the
+    layer it is reported under); ``kind`` labels it (``forward_comm``, ``tp``, ``p2p``, ``dp``, ...);
+    ``urgent`` collectives go before all others at every dimension."""
+
+    name: str
+    kind: str
+    layer: int
+    comm: Comm
+    wait: int
+    next_iteration: bool = False
+    delay_s: float = 0.0
+    urgent: bool = False
+
+
+@dataclass(frozen=True)
+class Step:
+    """One compute task of a program: its name, the layer it belongs to (-1: none, such as an optimizer
+    step), its kind (``forward``, ``input_grad``, ``weight_grad``, ``backward``, ``recompute``,
+    ``optimizer``, ``idle``: the representative NPU waits while other NPUs compute, as a pipeline's
+    bubble), its demand, and the collectives it releases when it ends."""
+
+    name: str
+    layer: int
+    kind: str
+    demand: Compute
+    issues: tuple[Issue, ...] = ()
+
+
+@dataclass(frozen=True)
 class Workload:
     """A model's training iteration.
 
@@ -79,6 +122,8 @@ class Workload:
     layers: tuple[Layer, ...]
     dlrm_last_bottom: int | None = None
     source: str | None = None
+    #: the iteration as explicit steps (None: ``parallelism``'s loop over ``layers``)
+    program: tuple[Step, ...] | None = None
 
     def graph(self) -> nx.DiGraph:
         """The layer graph: a node per layer (attribute ``layer``), edges in forward data-flow order."""
@@ -93,5 +138,8 @@ class Workload:
 
     @property
     def total_comm_bytes(self) -> float:
+        """Bytes of the collectives of one iteration (of its program, if it has one)."""
+        if self.program is not None:
+            return sum(i.comm.bytes for s in self.program for i in s.issues)
         return sum(c.bytes for layer in self.layers for k in PHASE_KINDS
                    if (c := layer.comm(k)) is not None)
