@@ -645,9 +645,9 @@ def test_astra_workload_loads(tmp_path, doc, capsys):
     ("HYBRID_DLRM 4\n2\n" + ASTRA_LINE.format(i=1) + ASTRA_LINE.format(i=2), 1,
      "HYBRID_DLRM 4: the top MLP would start at layer 6 but the file has 2 layers"),
     ("HYBRID_TRANSFORMER\n1\n" + ASTRA_LINE.format(i=1), 1,
-     "parallelism HYBRID_TRANSFORMER imports but codesign's scheduler does not model it yet"),
+     "HYBRID_TRANSFORMER needs 'model_parallel_NPU_group: G' on line 1"),
 ], ids=["comm-type", "few-fields", "compute-text", "bytes-negative", "count-text", "count-mismatch", "parallelism",
-        "empty", "no-count", "dlrm-no-arg", "dlrm-bad-arg", "dlrm-too-few-layers", "unsupported"])
+        "empty", "no-count", "dlrm-no-arg", "dlrm-bad-arg", "dlrm-too-few-layers", "transformer-no-group"])
 def test_astra_workload_error_names_its_file_and_line(tmp_path, doc, capsys, text, line, phrase):
     path, wl = astra_problem(tmp_path, doc, text)
     e = expect_error(path, capsys, file=wl, key=None, phrase=phrase, line=line)

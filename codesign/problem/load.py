@@ -28,8 +28,12 @@ from ..workload.model import COLLECTIVES, PARALLELISMS, Comm, Compute, Layer, Wo
 from .model import OBJECTIVES, ORDERS, Objective, Problem, ScheduleSpec, SolverSpec
 
 # Per engine resource: the key of an option's value, its unit dimension (None: a plain number), its bounds.
-#: Models built from their architecture in code (``workload: {builder: NAME, args: {...}}``).
+#: Models built from their architecture in code (``workload: {builder: NAME, args: {...}}``). A builder with
+#: a keyword argument ``topology_sizes`` is given the problem's dimensions (their NPU counts) by the loader,
+#: not by the file: the LLM builder maps its parallel degrees onto them.
 BUILDERS: dict[str, Callable[..., Workload]] = {"gnmt": gnmt}
+#: What the loader passes to a builder itself.
+BUILDER_INJECTED = ("topology_sizes",)
 
 
 
@@ -53,11 +57,26 @@ def _compute(ctx: Ctx, v: Any, path: str, line: int | None) -> Compute:
         raise ctx.error(path, e.detail + " (or a mapping with flops and bytes)", line) from None
 
 
+def _timed(collective: str) -> bool:
+    """Whether the platform times ``collective`` (``platform/collectives.phases`` knows it): a collective the
+    workload model names (``p2p``) may wait for its phase there."""
+    from ..platform.collectives import phases
+    try:
+        phases(Comm(collective, 1.0), Topology((Dim("probe", "ring", 2, 1, 1.0),)))
+    except ValueError:
+        return False
+    return True
+
+
+#: The collectives a problem file may name: those the platform times.
+TIMED_COLLECTIVES = tuple(c for c in COLLECTIVES if _timed(c))
+
+
 def _comm(ctx: Ctx, v: Any, path: str, line: int | None, ndims: int) -> Comm | None:
     if v is None:
         return None
     m = section(ctx, v, path, ("collective", "bytes", "dims"), ("collective", "bytes"))
-    coll = choice(ctx, m, "collective", path, COLLECTIVES)
+    coll = choice(ctx, m, "collective", path, TIMED_COLLECTIVES)
     nbytes = quantity(ctx, m, "bytes", path, U.BYTES)
     dims = None
     if "dims" in m and m["dims"] != "all":
@@ -72,8 +91,9 @@ def _comm(ctx: Ctx, v: Any, path: str, line: int | None, ndims: int) -> Comm | N
     return Comm(coll, nbytes, dims)
 
 
-def _built(ctx: Ctx, m: YMap) -> Workload:
-    """``workload: {builder: NAME, args: {...}}``: a model built from its architecture in code."""
+def _built(ctx: Ctx, m: YMap, sizes: tuple[int, ...]) -> Workload:
+    """``workload: {builder: NAME, args: {...}}``: a model built from its architecture in code (``sizes``: the
+    topology's dimensions, for a builder that takes ``topology_sizes``)."""
     for k in ("astra", "layers", "parallelism", "last_bottom_layer", "clock"):
         if k in m:
             raise ctx.error(join_path("workload", k), "not allowed with 'builder' (the builder sets it)", line_of(m, k))
@@ -83,9 +103,11 @@ def _built(ctx: Ctx, m: YMap) -> Workload:
     if not isinstance(args, dict):
         raise ctx.error("workload.args", f"expected a mapping of {name}'s arguments, got {kind_of(args)}",
                         line_of(m, "args"))
-    params = [p for p in inspect.signature(fn).parameters]
+    params = [p for p in inspect.signature(fn).parameters if p not in BUILDER_INJECTED]
     hints = typing.get_type_hints(fn)
     checked: dict[str, Any] = {}
+    if "topology_sizes" in inspect.signature(fn).parameters:
+        checked["topology_sizes"] = sizes
     for k, v in args.items():
         if k not in params:
             near = difflib.get_close_matches(str(k)[:100], params, n=1, cutoff=0.6)
@@ -102,7 +124,7 @@ def _built(ctx: Ctx, m: YMap) -> Workload:
 def _builder_arg(ctx: Ctx, kind: Any, v: Any, path: str, line: int | None) -> Any:
     """A builder's argument checked against its annotation, so that 'batch_per_npu: .inf' or 'true' is an
     error here rather than a workload of infinite or boolean sizes: int, a whole number in [0, 2^31];
-    float, a finite number >= 0; bool; str."""
+    float, a finite number >= 0; bool; str; a tuple of ints, a list of such whole numbers."""
     if kind is bool:
         if not isinstance(v, bool):
             raise ctx.error(path, f"expected true or false, got {kind_of(v)}", line)
@@ -113,15 +135,23 @@ def _builder_arg(ctx: Ctx, kind: Any, v: Any, path: str, line: int | None) -> An
         return number(ctx, v, path, line, lo=0)
     if kind is str and not isinstance(v, str):
         raise ctx.error(path, f"expected text, got {kind_of(v)}", line)
+    if typing.get_origin(kind) in (tuple, list) and typing.get_args(kind)[:1] == (int,):
+        if not isinstance(v, list):
+            raise ctx.error(path, f"expected a list of whole numbers (such as [0, 1]), got {kind_of(v)}", line)
+        return tuple(int(number(ctx, x, f"{path}[{i}]", line_of(v, i), integer=True, lo=0, hi=2**31))
+                     for i, x in enumerate(v))
     return v
 
 
-def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
+def workload(ctx: Ctx, w: Any, ndims: int, top: YMap, sizes: tuple[int, ...] | None = None) -> Workload:
+    """The ``workload`` section; ``sizes``: the topology's dimensions (ASTRA's hybrid and Transformer loops and
+    the LLM builder place their collectives on them)."""
     path = "workload"
+    sizes = tuple(sizes) if sizes is not None else (2,) * ndims
     m = section(ctx, w, path, ("astra", "clock", "name", "parallelism", "layers", "last_bottom_layer", "builder",
                                "args"), parent=top, key="workload")
     if "builder" in m:
-        return _built(ctx, m)
+        return _built(ctx, m, sizes)
     if "args" in m:
         raise ctx.error("workload.args", "'args' goes with 'builder'", line_of(m, "args"))
     if "astra" in m:
@@ -141,7 +171,8 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap) -> Workload:
             aw = parse_astra_workload(wpath, confine_to=ctx.confine_to)
         except UnreadableFile as e:  # refused or unreadable: the key that named it is the place to fix
             raise ctx.error("workload.astra", f"{shown(src)}: {e.detail}", line_of(m, "astra")) from None
-        return astra_to_workload(aw, cycle_s=1.0 / clock, name=text(ctx, m, "name", path) or wpath.stem)
+        return astra_to_workload(aw, cycle_s=1.0 / clock, name=text(ctx, m, "name", path) or wpath.stem,
+                                 dim_sizes=sizes)
     if "layers" not in m:
         raise ctx.error(path, "expected either 'astra: <file>' or 'layers: [...]'", getattr(m, "line", None))
     par = choice(ctx, m, "parallelism", path, PARALLELISMS, default="data")
@@ -428,7 +459,7 @@ def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = No
         raise ctx.error("(top level)", "the file is empty; expected the sections " + ", ".join(TOP_KEYS[2:]))
     m = section(ctx, doc, "", TOP_KEYS, ("workload", "topology", "engine"))
     topo = topology(ctx, m["topology"], m)
-    wl = workload(ctx, m["workload"], len(topo.dims), m)
+    wl = workload(ctx, m["workload"], len(topo.dims), m, tuple(d.size for d in topo.dims))
     n = npu(ctx, m.get("npu"), m)
     eng = engine(ctx, m["engine"], n, m)
     problem = Problem(name=text(ctx, m, "name", "") or Path(path).stem, workload=wl, topology=topo, npu=n,

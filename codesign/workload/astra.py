@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import SpecError, shown
 from ..spec.files import read_user_file
-from .model import Comm, Compute, Layer, Workload
+from .model import Comm, Compute, Issue, Layer, Step, Workload
 
 ASTRA_COMM_TYPES = {"NONE": None, "ALLREDUCE": "all_reduce", "ALLGATHER": "all_gather",
                     "REDUCESCATTER": "reduce_scatter", "ALLTOALL": "all_to_all"}
@@ -25,9 +25,9 @@ ASTRA_PARALLELISMS = {"DATA": "data", "MODEL": "model", "HYBRID_DATA_MODEL": "hy
                       "HYBRID_MODEL_DATA": "hybrid_model_data", "HYBRID_DLRM": "hybrid_dlrm",
                       "MICRO": "micro", "HYBRID_CUSTOMIZED": "hybrid_customized",
                       "HYBRID_TRANSFORMER": "hybrid_transformer",
-                      "HYBRID_TRANSFORMER_FWD_IN_BCKWD": "hybrid_transformer"}
-#: The training loops codesign's MILP schedules; the others import but are rejected by ``astra_to_workload``.
-SUPPORTED = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_DLRM", "MICRO")
+                      "HYBRID_TRANSFORMER_FWD_IN_BCKWD": "hybrid_transformer_fwd_in_bckwd"}
+#: Every loop imports: codesign's MILP schedules them all (``astra_to_workload``).
+SUPPORTED = tuple(ASTRA_PARALLELISMS)
 
 
 @dataclass(frozen=True)
@@ -184,43 +184,282 @@ def transformer_header(aw: AstraWorkload) -> TransformerHeader:
     return TransformerHeader(group, *values[1:])
 
 
-def _comm(kind: str, nbytes: int) -> Comm | None:
+#: The loops whose iteration comes from walking ASTRA-sim's state machine (``astra_program``); DATA,
+#: HYBRID_DLRM and MICRO run codesign's own loops for them (``schedule.iteration``), which are the same.
+PROGRAM_LOOPS = ("MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_CUSTOMIZED", "HYBRID_TRANSFORMER",
+                 "HYBRID_TRANSFORMER_FWD_IN_BCKWD")
+#: HYBRID_CUSTOMIZED's per-layer parallelisms (its 13th field)
+LAYER_PARALLELISMS = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_DLRM", "MICRO")
+_KINDS = ("forward", "input_grad", "weight_grad")
+
+
+def _label(name: str) -> str:
+    return name if len(name) <= 20 else name[:20] + "..."
+
+
+def model_parallel_boundary(group: int, sizes: tuple[int, ...], *, file: str, line: int) -> int:
+    """The last dimension of a model-parallel group of ``group`` NPUs on dimensions of ``sizes`` NPUs, as
+    ASTRA-sim's ``Sys::break_dimension`` fills it from dimension 0 up: -1 when the group is 1 NPU or more
+    than the network (everything data parallel). A group that ends inside a dimension is refused: ASTRA
+    splits that dimension in two logical ones, and codesign's collectives span whole dimensions."""
+    if group == 1:
+        return -1
+    below = 1
+    for d, n in enumerate(sizes):
+        if below * n < group:
+            below *= n
+        elif below * n == group:
+            return d
+        else:
+            first = group // below if group % below == 0 else None
+            how = (f"write it as two dimensions of {first} and {n // first} NPUs in the problem's topology to "
+                   "model the group" if first and n % first == 0 else "no split of it gives the group")
+            raise SpecError(f"model_parallel_NPU_group {group} ends inside topology.dims[{d}] ({n} NPUs, {below} "
+                            f"NPU(s) in the dimensions below it): codesign's collectives span whole dimensions, so "
+                            f"it cannot solve this mapping ({how})", file=file, line=line,
+                            path="model_parallel_NPU_group")
+    return -1
+
+
+def involved_dims(policy: str, boundary: int, ndims: int) -> tuple[tuple[int, ...], ...]:
+    """Workload::decode_involved_dimensions on codesign's dimensions: the (forward, input-gradient,
+    weight-gradient) dimensions of a layer whose parallelism is ``policy`` (docs/astra-sim-modes.md,
+    "Which dimensions a collective uses"); ``boundary`` is the Transformer group's last dimension."""
+    every = tuple(range(ndims))
+    if policy in ("DATA", "HYBRID_DLRM", "MICRO"):
+        return (), (), every
+    if policy == "MODEL":
+        return every, every, ()
+    if policy == "ALL":
+        return every, every, every
+    if policy == "HYBRID_DATA_MODEL":
+        return every[:1], every[:1], every[1:]
+    if policy == "HYBRID_MODEL_DATA":
+        return every[1:], every[1:], every[:1]
+    return every[:boundary + 1], every[:boundary + 1], every[boundary + 1:]   # the Transformer loops
+
+
+def _issued(parallelism: str, i: int, count: int, layer: AstraLayer, last_bottom: int) -> tuple[str, ...]:
+    """The collectives (forward, input_grad, weight_grad) ASTRA's loop for ``parallelism`` issues for layer i."""
+    if parallelism == "DATA":
+        return ("weight_grad",)
+    if parallelism == "MICRO":
+        return ("weight_grad",) if i == 0 else ()
+    if parallelism == "MODEL":
+        return ("forward",) + (("input_grad",) if i > 0 else ())
+    if parallelism == "HYBRID_DLRM":
+        return (("weight_grad",) + (("forward",) if layer.fwd_comm_type == "ALLTOALL" else ())
+                + (("input_grad",) if i == 0 and last_bottom + 1 < count else ()))
+    if parallelism.startswith("HYBRID_TRANSFORMER"):
+        return _KINDS
+    return ("forward", "weight_grad") + (("input_grad",) if i > 0 else ())   # the hybrid data/model loops
+
+
+def _comm(kind: str, nbytes: int, dims: tuple[int, ...], ndims: int | None) -> Comm | None:
+    """A collective over ``dims`` (None in the Comm when that is every dimension); None when ASTRA would not
+    run it: no type, no bytes, or no dimension taking part."""
     coll = ASTRA_COMM_TYPES[kind]
-    if coll is None or nbytes <= 0:
+    if coll is None or nbytes <= 0 or not dims:
         return None
-    return Comm(coll, float(nbytes))
+    return Comm(coll, float(nbytes), None if ndims is None or len(dims) == ndims else tuple(dims))
 
 
-def astra_to_workload(aw: AstraWorkload, *, cycle_s: float = 1e-9, name: str | None = None) -> Workload:
-    """Convert parsed ASTRA records to a Workload, cycles -> seconds with ``cycle_s`` per cycle."""
-    if aw.parallelism not in SUPPORTED:
-        raise SpecError(f"parallelism {aw.parallelism} imports but codesign's scheduler does not model "
-                        f"it yet; supported: {', '.join(SUPPORTED)}", file=aw.path, line=aw.header_line)
+def astra_to_workload(aw: AstraWorkload, *, cycle_s: float = 1e-9, name: str | None = None,
+                      dim_sizes: tuple[int, ...] | None = None) -> Workload:
+    """Convert parsed ASTRA records to a Workload, cycles -> seconds with ``cycle_s`` per cycle.
+
+    ``dim_sizes``: the NPUs of each dimension of the network it runs on (the problem's topology), which
+    the hybrid and Transformer loops need to place their collectives. Each layer keeps only the
+    collectives ASTRA's loop issues, over the dimensions its parallelism involves; MODEL, the hybrid and
+    the Transformer loops come with their program (``astra_program``), walked from ASTRA's state machine.
+    Raises SpecError (file, line) for what codesign cannot solve faithfully.
+    """
+    par = aw.parallelism
+    where = dict(file=aw.path, line=aw.header_line)
+    if par not in ASTRA_PARALLELISMS:
+        raise SpecError(f"parallelism {par} is not one codesign imports", **where)
+    if not aw.layers:
+        raise SpecError("the workload has no layers", file=aw.path, line=aw.header_line + 1)
+    if par in PROGRAM_LOOPS and par != "MODEL" and dim_sizes is None:
+        raise ValueError(f"{par} places its collectives on the network's dimensions: give dim_sizes")
+    ndims = len(dim_sizes) if dim_sizes is not None else None
     last_bottom = None
-    if aw.parallelism == "HYBRID_DLRM":
+    if par == "HYBRID_DLRM":
         if not aw.args:
             raise SpecError("HYBRID_DLRM needs the index of the last bottom-MLP layer after it "
-                            "(e.g. 'HYBRID_DLRM 4')", file=aw.path, line=aw.header_line)
+                            "(e.g. 'HYBRID_DLRM 4')", **where)
         b = _int(aw.args[0], aw.path, aw.header_line, "HYBRID_DLRM last bottom layer")
         if b + 2 > len(aw.layers):
             raise SpecError(f"HYBRID_DLRM {b}: the top MLP would start at layer {b + 2} but the file "
-                            f"has {len(aw.layers)} layers", file=aw.path, line=aw.header_line)
+                            f"has {len(aw.layers)} layers", **where)
         last_bottom = b + 1
+    header = transformer_header(aw) if par.startswith("HYBRID_TRANSFORMER") else None
+    boundary = -1
+    if header is not None:
+        boundary = model_parallel_boundary(header.group, tuple(dim_sizes or ()), **where)
     layers = []
-    for al in aw.layers:
+    for i, al in enumerate(aw.layers):
+        if par == "HYBRID_CUSTOMIZED":
+            policy = al.parallelism or ""
+            if policy not in LAYER_PARALLELISMS:
+                raise SpecError(f"layer {_label(al.name)}: HYBRID_CUSTOMIZED needs each layer's parallelism as its "
+                                f"13th field, one of {', '.join(LAYER_PARALLELISMS)}; got {shown(policy, 20)}",
+                                file=aw.path, line=al.line)
+        elif par == "HYBRID_DLRM" and i == 0:
+            policy = "ALL"
+        else:
+            policy = par
+        dims = involved_dims(policy, boundary, ndims or 1)   # without the topology: one dimension stands for all
+        issued = _issued(par, i, len(aw.layers), al, (last_bottom or 0) - 1)
+        raw = {"forward": (al.fwd_comm_type, al.fwd_comm_bytes), "input_grad": (al.ig_comm_type, al.ig_comm_bytes),
+               "weight_grad": (al.wg_comm_type, al.wg_comm_bytes)}
+        comms = {k: _comm(*raw[k], dims[n], ndims) if k in issued else None for n, k in enumerate(_KINDS)}
         layers.append(Layer(
             name=al.name,
             forward=Compute(time_s=al.fwd_compute * cycle_s),
             input_grad=Compute(time_s=al.ig_compute * cycle_s),
             weight_grad=Compute(time_s=al.wg_compute * cycle_s),
-            forward_comm=_comm(al.fwd_comm_type, al.fwd_comm_bytes),
-            input_grad_comm=_comm(al.ig_comm_type, al.ig_comm_bytes),
-            weight_grad_comm=_comm(al.wg_comm_type, al.wg_comm_bytes),
-            update_s=al.update_delay * cycle_s))
-    return Workload(name=name or Path(aw.path).stem, parallelism=ASTRA_PARALLELISMS[aw.parallelism],
-                    layers=tuple(layers), dlrm_last_bottom=last_bottom, source=aw.path)
+            forward_comm=comms["forward"], input_grad_comm=comms["input_grad"],
+            weight_grad_comm=comms["weight_grad"], update_s=al.update_delay * cycle_s))
+    layers_t = tuple(layers)
+    program = astra_program(aw, layers_t, header) if par in PROGRAM_LOOPS else None
+    return Workload(name=name or Path(aw.path).stem, parallelism=par.lower(), layers=layers_t,
+                    dlrm_last_bottom=last_bottom, source=aw.path, program=program)
 
 
-def load_astra_workload(path: str | Path, *, cycle_s: float = 1e-9) -> Workload:
-    """Parse and convert in one step."""
-    return astra_to_workload(parse_astra_workload(path), cycle_s=cycle_s)
+def astra_program(aw: AstraWorkload, layers: tuple[Layer, ...], header: TransformerHeader | None) -> tuple[Step, ...]:
+    """One steady-state pass of ASTRA-sim 1.0's MODEL, hybrid (HYBRID_DATA_MODEL, HYBRID_MODEL_DATA,
+    HYBRID_CUSTOMIZED) or Transformer loop as program steps, walked from the state machine of
+    ``Workload.cc`` (as ``codesign/astra/mode.py`` runs it, docs/astra-sim-modes.md, "The loops"):
+
+    - forward, layer 1..L: wait for the layer's weight-gradient collective of the previous pass, compute,
+      issue the forward collective and wait for it (blocking);
+    - backward, layer L..1: input gradient (all layers, layer 1 too), issue its collective (not layer 1's,
+      except in the Transformer loops); weight gradient, issue its collective (not MODEL); then wait for the
+      layer's input-gradient collective before going down;
+    - HYBRID_TRANSFORMER_FWD_IN_BCKWD: at the input-gradient step of a layer in ``checkpoint_initiates``
+      (once), re-run the forward (compute and blocking collective) from the nearest checkpoint at or
+      below it up to the first initiating layer above that checkpoint, then go on with its input gradient.
+
+    Every collective of a layer finishes its update delay after its last chunk, as in ASTRA. The
+    walk runs three passes: collectives issued in the middle one and awaited in the last become
+    next-iteration waits. ASTRA's one-cycle moves between steps are left out (nanoseconds a step).
+    """
+    par = aw.parallelism
+    L = len(layers)
+    where = dict(file=aw.path, line=aw.header_line)
+    transformer = par.startswith("HYBRID_TRANSFORMER")
+    recompute = par == "HYBRID_TRANSFORMER_FWD_IN_BCKWD"
+    checkpoint = set(header.checkpoints) if header else set()
+    initiates = set(header.initiates) if header else set()
+    limit = 4 * L * (L + 2) + 16           # a pass longer than this loops: refuse it (ASTRA would not finish)
+    events: list[list[tuple]] = []
+    pending: dict[tuple[int, str], list[tuple[int, int]]] = {}
+    consumed: dict[tuple[int, int], tuple[int, int]] = {}   # comm (pass, n) -> the wait event (pass, n)
+
+    for n_pass in range(3):
+        ev: list[tuple] = []
+        events.append(ev)
+
+        def wait(i: int, kind: str) -> None:
+            for cid in pending.pop((i, kind), []):
+                consumed[cid] = (n_pass, len(ev))
+            ev.append(("wait", i, kind))
+
+        def issue(i: int, kind: str, again: bool = False) -> bool:
+            c = layers[i].comm(kind)
+            if c is None:
+                return False
+            pending.setdefault((i, kind), []).append((n_pass, len(ev)))
+            ev.append(("issue", i, kind, again))
+            return True
+
+        state, i, initiated = "fwd", 0, False
+        while True:
+            if len(ev) > limit:
+                raise SpecError("the re-computation never lets the backward pass reach layer 1 (checkpoints and "
+                                "checkpoint_initiates loop; ASTRA-sim 1.0 would not finish the pass)", **where)
+            if state in ("fwd", "fib"):
+                wait(i, "weight_grad")
+                ev.append(("compute", i, "forward", state == "fib"))
+                if issue(i, "forward", state == "fib"):
+                    wait(i, "forward")
+                if state == "fwd":
+                    if i == L - 1:
+                        state = "ig"
+                    else:
+                        i += 1
+                    continue
+                i += 1
+                if i == L:
+                    raise SpecError("the forward re-computation runs past the last layer without reaching a layer "
+                                    "of checkpoint_initiates (ASTRA-sim 1.0 would read past its layers)", **where)
+                state = "ig" if i in initiates else "fib"
+            elif state == "ig":
+                if recompute and i in initiates and not initiated:
+                    c = i
+                    while c not in checkpoint:
+                        c -= 1
+                        if c < 0:
+                            raise SpecError(f"layer {i} is in checkpoint_initiates but no checkpoint lies at or "
+                                            "below it (ASTRA-sim 1.0 would read before layer 0)", **where)
+                    i, initiated, state = c, True, "fib"
+                    continue
+                ev.append(("compute", i, "input_grad", False))
+                if i > 0 or transformer:
+                    issue(i, "input_grad")
+                initiated = False
+                state = "wg"
+            else:   # weight gradient
+                ev.append(("compute", i, "weight_grad", False))
+                if par != "MODEL":
+                    issue(i, "weight_grad")
+                wait(i, "input_grad")
+                i -= 1
+                if i < 0:
+                    break
+                state = "ig"
+    if [e for e in events[1]] != [e for e in events[2]]:
+        raise AssertionError("ASTRA loop walk: passes differ")   # the walk is the same every pass
+    # the middle pass is the iteration; compute steps are its tasks
+    step_of: list[dict[int, int]] = []    # per pass: event index -> index of the compute step at or after it
+    for ev in events:
+        idx, nxt = {}, None
+        computes = [n for n, e in enumerate(ev) if e[0] == "compute"]
+        for n in range(len(ev) - 1, -1, -1):
+            if ev[n][0] == "compute":
+                nxt = computes.index(n)
+            idx[n] = nxt
+        step_of.append(idx)
+    mid = events[1]
+    steps: list[Step] = []
+    issues: list[list[Issue]] = []
+    names: dict[str, int] = {}
+
+    def unique(base: str) -> str:
+        k = names.get(base, 0)
+        names[base] = k + 1
+        return base if k == 0 else f"{base}#{k + 1}"
+
+    for n, e in enumerate(mid):
+        if e[0] == "compute":
+            _, i, kind, again = e
+            steps.append(Step(unique(f"{layers[i].name}.{kind}" + (".recompute" if again else "")), i, kind,
+                              layers[i].compute(kind)))
+            issues.append([])
+        elif e[0] == "issue":
+            _, i, kind, again = e
+            p_wait, n_wait = consumed[(1, n)]
+            at = step_of[p_wait][n_wait]
+            nxt_iter = p_wait == 2
+            if at is None:            # waited for at the very end of the pass: before the next pass begins
+                at, nxt_iter = 0, True
+            issues[-1].append(Issue(unique(f"{layers[i].name}.{kind}_comm" + (".recompute" if again else "")),
+                                    f"{kind}_comm", i, layers[i].comm(kind), at, nxt_iter, layers[i].update_s))
+    return tuple(Step(s.name, s.layer, s.kind, s.demand, tuple(iss)) for s, iss in zip(steps, issues))
+
+
+def load_astra_workload(path: str | Path, *, cycle_s: float = 1e-9, dim_sizes: tuple[int, ...] | None = None
+                        ) -> Workload:
+    """Parse and convert in one step (``dim_sizes``: the network's dimensions, see ``astra_to_workload``)."""
+    return astra_to_workload(parse_astra_workload(path), cycle_s=cycle_s, dim_sizes=dim_sizes)
