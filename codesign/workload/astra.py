@@ -255,13 +255,20 @@ def _issued(parallelism: str, i: int, count: int, layer: AstraLayer, last_bottom
     return ("forward", "weight_grad") + (("input_grad",) if i > 0 else ())   # the hybrid data/model loops
 
 
-def _comm(kind: str, nbytes: int, dims: tuple[int, ...], ndims: int | None) -> Comm | None:
+def _comm(kind: str, nbytes: int, dims: tuple[int, ...], sizes: tuple[int, ...] | None) -> Comm | None:
     """A collective over ``dims`` (None in the Comm when that is every dimension); None when ASTRA would not
-    run it: no type, no bytes, or no dimension taking part."""
+    run it: no type, no bytes, or no dimension taking part. ASTRA's all-gather size is each NPU's shard (its
+    phases send it, then the grown buffer: docs/astra-sim-1.0.md, "Algorithms"); codesign's ``bytes`` is the
+    gathered buffer, the shard times the NPUs of the dimensions it spans."""
     coll = ASTRA_COMM_TYPES[kind]
     if coll is None or nbytes <= 0 or not dims:
         return None
-    return Comm(coll, float(nbytes), None if ndims is None or len(dims) == ndims else tuple(dims))
+    size = float(nbytes)
+    if coll == "all_gather":
+        if sizes is None:
+            raise ValueError("an ALLGATHER's bytes depend on the network's dimensions: give dim_sizes")
+        size *= math.prod(sizes[d] for d in dims)
+    return Comm(coll, size, None if sizes is None or len(dims) == len(sizes) else tuple(dims))
 
 
 def astra_to_workload(aw: AstraWorkload, *, cycle_s: float = 1e-9, name: str | None = None,
@@ -313,7 +320,7 @@ def astra_to_workload(aw: AstraWorkload, *, cycle_s: float = 1e-9, name: str | N
         issued = _issued(par, i, len(aw.layers), al, (last_bottom or 0) - 1)
         raw = {"forward": (al.fwd_comm_type, al.fwd_comm_bytes), "input_grad": (al.ig_comm_type, al.ig_comm_bytes),
                "weight_grad": (al.wg_comm_type, al.wg_comm_bytes)}
-        comms = {k: _comm(*raw[k], dims[n], ndims) if k in issued else None for n, k in enumerate(_KINDS)}
+        comms = {k: _comm(*raw[k], dims[n], dim_sizes) if k in issued else None for n, k in enumerate(_KINDS)}
         layers.append(Layer(
             name=al.name,
             forward=Compute(time_s=al.fwd_compute * cycle_s),
