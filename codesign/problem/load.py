@@ -24,6 +24,7 @@ from ..spec.files import UnreadableFile
 from ..spec.yamlfile import YMap, load_yaml
 from ..workload.astra import astra_to_workload, parse_astra_workload
 from ..workload.gnmt import gnmt
+from ..workload.llm import llm
 from ..workload.model import COLLECTIVES, PARALLELISMS, Comm, Compute, Layer, Workload
 from .model import OBJECTIVES, ORDERS, Objective, Problem, ScheduleSpec, SolverSpec
 
@@ -31,7 +32,7 @@ from .model import OBJECTIVES, ORDERS, Objective, Problem, ScheduleSpec, SolverS
 #: Models built from their architecture in code (``workload: {builder: NAME, args: {...}}``). A builder with
 #: a keyword argument ``topology_sizes`` is given the problem's dimensions (their NPU counts) by the loader,
 #: not by the file: the LLM builder maps its parallel degrees onto them.
-BUILDERS: dict[str, Callable[..., Workload]] = {"gnmt": gnmt}
+BUILDERS: dict[str, Callable[..., Workload]] = {"gnmt": gnmt, "llm": llm}
 #: What the loader passes to a builder itself.
 BUILDER_INJECTED = ("topology_sizes",)
 
