@@ -55,8 +55,8 @@ def test_gpt3_parameters():
     assert t * (shard - replicated) + replicated == L.params_total(c)
 
 
-def test_gpt3_flops_per_iteration_is_narayanan_eq3():
-    """[NARAYANAN21] eq. (3): 96 B s l h^2 (1 + s/6h + V/16lh) with full recomputation; 72 without."""
+def test_gpt3_flops_per_iteration_is_narayanans():
+    """[NARAYANAN21]'s FLOPs per iteration: 96 B s l h^2 (1 + s/6h + V/16lh) with full recomputation; 72 without."""
     B, s, l, h, V = 1536, 2048, 96, 12288, 51200
     full = L.model_flops_per_iteration(cfg(recompute="full"))
     assert full == pytest.approx(96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h)), rel=1e-15)
@@ -81,7 +81,7 @@ def test_flops_per_token():
 def test_rank_work_adds_up_to_the_model():
     """t x d ranks x m micro-batches of each stage's blocks give the model's FLOPs (plus the embedding's
     scatter-add, n h per rank per micro-batch over all n tokens, masked outside the rank's vocabulary slice,
-    which eq. (3) leaves out)."""
+    which their count leaves out)."""
     for rec in ("none", "selective", "full"):
         c = cfg(recompute=rec)
         b = L.blocks(c)
@@ -171,7 +171,8 @@ def _stage_times(w, p: int, rec: str) -> tuple[list[float], list[float], float]:
     redo = sum(f[i] for i in body) if rec == "full" else 0.0
     first, mid, last = [0] + body, body, body + [len(lay) - 1]
     tf = [sum(f[i] for i in first)] + [sum(f[i] for i in mid)] * (p - 2) + [sum(f[i] for i in last)]
-    tb = [sum(b[i] for i in first) + redo] + [sum(b[i] for i in mid) + redo] * (p - 2) + [sum(b[i] for i in last) + redo]
+    tb = ([sum(b[i] for i in first) + redo] + [sum(b[i] for i in mid) + redo] * (p - 2)
+          + [sum(b[i] for i in last) + redo])
     opt = t([s for s in w.program if s.kind == "optimizer"][0].demand)
     return tf, tb, opt
 

@@ -7,9 +7,9 @@ Every figure is derived in docs/llm.md, with its source:
               and MLP blocks each all-reduce their output in the forward pass and their input gradient in
               the backward pass (operators g and f, Figure 3): 2 all-reduces per layer per pass.
 [NARAYANAN21] D. Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
-              Megatron-LM", SC'21, arXiv 2104.04473: FLOPs per iteration (their eq. 3 and Appendix), the
-              1F1B schedule (PipeDream-Flush) and GPipe's, the pipeline bubble (p - 1) / m, point-to-point
-              transfers of b*s*h activations between stages, the GPT-3 175B configuration.
+              Megatron-LM", SC'21, arXiv 2104.04473: FLOPs per iteration, 96 B s l h^2 (1 + s/6h + V/16lh)
+              with full recomputation; the 1F1B schedule (PipeDream-Flush) and GPipe's, the pipeline bubble
+              (p - 1) / m; point-to-point transfers of b s h activations between stages; t = 8 within a server.
 [KORTHIKANTI22] V. Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models",
               arXiv 2205.05198: full recomputation (a layer's forward re-run before its backward) and
               selective recomputation (only the attention core: QK^T, softmax, dropout, attention over V).
@@ -273,7 +273,7 @@ def params_total(c: LLMConfig) -> int:
 
 
 def model_flops_per_iteration(c: LLMConfig) -> float:
-    """FLOPs of one iteration over all NPUs, [NARAYANAN21] eq. (3) generalised to an MLP of width f and to the
+    """FLOPs of one iteration over all NPUs, [NARAYANAN21]'s count generalised to an MLP of width f and to the
     recomputation: B (l ((k)(8sh^2 + 4s^2h + 4shf)) + 6shV) with k = 3 (forward, backward as 2 forwards), 4
     with full recomputation; selective adds the attention core's 4s^2h per layer. With f = 4h and full
     recomputation this is their 96 B s l h^2 (1 + s/6h + V/16lh)."""
