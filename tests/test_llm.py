@@ -200,6 +200,32 @@ def test_representative_period_is_the_exact_pipeline(schedule, p, m, rec, vocab,
     assert simulate(prob, Design("ideal", {})).period_s == pytest.approx(ref, rel=1e-12)
 
 
+def test_representative_period_on_random_pipelines():
+    """30 random pipelines (fixed seed) whose transfers take no longer than a stage's forward: the
+    representative's period is the exact replay's."""
+    import random
+    rng = random.Random(7)
+    done = 0
+    while done < 30:
+        p, m = rng.choice([2, 3, 4, 5, 8]), rng.choice([1, 2, 3, 4, 6, 9, 16])
+        schedule, rec = rng.choice(["1f1b", "gpipe"]), rng.choice(["none", "selective", "full"])
+        merge, bandwidth = rng.choice([True, False]), rng.choice([1e9, 5e9, 30e9, 300e9])
+        vocab, hidden = rng.choice([128, 1000, 30000, 100000]), rng.choice([128, 256, 512])
+        w = L.llm(layers=2 * p, hidden=hidden, heads=4, seq_len=128, vocab=vocab, micro_batch=1, global_batch=m,
+                  tensor_parallel=1, pipeline_parallel=p, data_parallel=1, tensor_dims=(), pipeline_dims=(0,),
+                  data_dims=(), schedule=schedule, recompute=rec, merge_micro_batches=merge, topology_sizes=(p,))
+        topo = Topology((Dim("pp", "ring", p, 1, bandwidth, 0.0),))
+        prob = Problem("t", w, topo, NPU_T, Engine("ideal", {}), Objective(), ScheduleSpec("lifo", 1), SolverSpec())
+        tf, tb, opt = _stage_times(w, p, rec)
+        p2p = min((i.comm for s in w.program for i in s.issues if i.kind == "p2p"), key=lambda x: x.bytes)
+        c = sum(collective_demands(p2p, topo, prob.engine, 1).phase_link_s)
+        if c > min(tf):
+            continue
+        done += 1
+        ref = iteration_time(tf, tb, c, m, schedule, opt)
+        assert simulate(prob, Design("ideal", {})).period_s == pytest.approx(ref, rel=1e-12), (p, m, schedule, rec)
+
+
 @pytest.mark.parametrize("schedule", ["1f1b", "gpipe"])
 def test_bubble_fraction_of_the_exact_pipeline(schedule):
     """Equal stages, no transfer time: (m + p - 1) (t_f + t_b), the bubble (p - 1) / m of the ideal m (t_f + t_b)
