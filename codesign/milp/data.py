@@ -12,8 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..platform.costs import CollectiveDemands, collective_demands, compute_time_terms, phase_demand, resource_time
-from ..platform.endpoint import Engine
+from ..platform.endpoint import Engine, Option
 from ..platform.engines import engine_kind
+from ..platform.network import key as net_key
+from ..platform.network import topology_at
 from ..problem.model import Problem
 from ..schedule.iteration import Iteration, build_iteration
 
@@ -46,6 +48,41 @@ class ModelData:
     def engine(self) -> Engine:
         return self.problem.engine
 
+    @property
+    def space(self) -> dict[str, tuple[Option, ...]]:
+        """The design space: the engine's resources and, with a network design space, each dimension's
+        bandwidths as ``bw[d]`` (options without area or power). A design is one option of each."""
+        p = self.problem
+        if p.network is None:
+            return dict(p.engine.resources)
+        return {**p.engine.resources, **p.network.resources(p.topology)}
+
+    @property
+    def sized(self) -> list[str]:
+        """The names in ``space`` with more than one option: where the master decides."""
+        return [r for r, opts in self.space.items() if len(opts) > 1]
+
+    def link_term(self, k: int, i: int) -> Term:
+        """A chunk's link time in phase i of collective k (model units): a constant, or per option of its
+        dimension's bandwidth when the network leaves it open (``costs.link_time`` on the topology with
+        that bandwidth; the demands hold it at the largest)."""
+        hit = self._phase_cache.get(("link", k, i))
+        if hit is None:
+            p, dem = self.problem, self.demands[k]
+            d = dem.phase_dims[i]
+            net = p.network
+            if net is None or len(net.bandwidths[d]) == 1:
+                hit = Term(None, (dem.phase_link_s[i] / TIME_UNIT,))
+            else:
+                comm = self.iteration.comms[k].comm
+                coeffs = []
+                for o in range(len(net.bandwidths[d])):
+                    topo = topology_at(p.topology, net, {net_key(d): o})
+                    coeffs.append(collective_demands(comm, topo, p.engine, dem.chunks).phase_link_s[i] / TIME_UNIT)
+                hit = Term(net_key(d), tuple(coeffs))
+            self._phase_cache["link", k, i] = hit
+        return hit
+
     def phase_terms(self, k: int, i: int) -> list[Term]:
         """The endpoint times of a chunk in phase i of collective k, one Term per pool it asks something of
         (``costs.phase_endpoint_times`` at each option of the resource that sizes the pool)."""
@@ -68,8 +105,9 @@ class ModelData:
         largest of its link time and its endpoint terms at the chosen options (``pools.alone_rate``)."""
         out = {}
         for k, dem in enumerate(self.demands):
-            for i, link in enumerate(dem.phase_link_s):
-                v = link / TIME_UNIT
+            for i in range(len(dem.phase_link_s)):
+                lt = self.link_term(k, i)
+                v = lt.coeffs[choice[lt.resource]] if lt.resource is not None else lt.coeffs[0]
                 for t in self.phase_terms(k, i):
                     v = max(v, t.coeffs[choice[t.resource]] if t.resource is not None else t.coeffs[0])
                 out[k, i] = v

@@ -41,7 +41,7 @@ from ..milp.master import nominal_compute_us
 from ..milp.platform import build_platform_lp, realized_durations
 from ..platform.endpoint import design_of
 from ..platform.engines import engine_kind
-from ..problem.model import Problem
+from ..problem.model import Problem, at_design
 from ..sim.replay import simulate
 from .solution import Solution
 
@@ -181,6 +181,7 @@ def solve_lp(m: pyo.ConcreteModel) -> tuple[float, dict[str, float]]:
 
 def shadow_prices(problem: Problem, solution: Solution, *, only: list[str] | None = None) -> ShadowReport:
     """The price of every resource (or of the param paths in ``only``) at ``solution``'s design and order."""
+    problem = at_design(problem, solution.choice)  # the network at the solution's bandwidths, held fixed
     plat = _Platform(problem, solution)
     m0 = plat.lp(problem)
     T0, duals = solve_lp(m0)

@@ -42,6 +42,31 @@ class ScheduledTask:
 
 
 @dataclass(frozen=True)
+class NetworkChoice:
+    """The network a solve chose, per dimension: ``names``, ``link_bandwidth`` (bytes/s per link per
+    direction), ``bandwidth`` (bytes/s an NPU drives into the dimension, all its links), ``cost`` (in
+    ``unit``); ``total`` against ``budget`` (None: no budget); ``options``: how many bandwidths each
+    dimension could take (1: fixed); ``tolerance``: a range's grid ratio minus one, else None."""
+
+    names: tuple[str, ...]
+    link_bandwidth: tuple[float, ...]
+    bandwidth: tuple[float, ...]
+    cost: tuple[float, ...]
+    total: float
+    budget: float | None
+    unit: str
+    options: tuple[int, ...]
+    tolerance: tuple[float | None, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dims": [{"name": n, "link_bandwidth_bytes_per_s": lb, "bandwidth_bytes_per_s": b, "cost": c,
+                          "options": k, "tolerance": t}
+                         for n, lb, b, c, k, t in zip(self.names, self.link_bandwidth, self.bandwidth, self.cost,
+                                                      self.options, self.tolerance)],
+                "cost": self.total, "budget": self.budget, "unit": self.unit}
+
+
+@dataclass(frozen=True)
 class Solution:
     """The answer to one problem, about the platform as the simulator runs it.
 
@@ -92,6 +117,8 @@ class Solution:
     any_order_bound_s: float | None = None
     priority: tuple[tuple[int, int], ...] | None = None
     sim: Any = field(default=None, compare=False, repr=False)
+    #: The network chosen (or fixed) when the problem has a network design space, else None.
+    network: NetworkChoice | None = None
 
     @property
     def design_named(self) -> dict[str, float]:
@@ -115,4 +142,5 @@ class Solution:
             **({"order_comparison": self.order_comparison} if self.order_comparison is not None else {}),
             **({"diagnostics": self.diagnostics} if self.diagnostics is not None else {}),
             **({"priority": [list(x) for x in self.priority]} if self.priority is not None else {}),
+            **({"network": self.network.to_dict()} if self.network is not None else {}),
         }

@@ -30,11 +30,11 @@ from ..milp.data import TIME_UNIT, ModelData, check_ranges, model_data
 from ..milp.master import Evaluation, Master, unusable
 from ..platform.endpoint import Design, Engine, design_area_mm2, design_of, design_power_w
 from ..platform.engines import engine_kind
-from ..problem.model import Problem
+from ..problem.model import Problem, at_design
 from ..sim.replay import SimResult, simulate
 from ..spec.units import SECONDS, format_quantity
-from .search import TIE, Search, SearchResult, Visit
-from .solution import ScheduledTask, Solution
+from .search import TIE, Search, SearchResult, Visit, network_cost
+from .solution import NetworkChoice, ScheduledTask, Solution
 
 Extra = Callable[[pyo.ConcreteModel, Problem], None]
 
@@ -64,7 +64,7 @@ def policy_evaluator(md: ModelData) -> Callable[[dict[str, int]], tuple[Evaluati
     p = md.problem
 
     def evaluate(choice: dict[str, int]) -> tuple[Evaluation, float, Replayed]:
-        sim = simulate(p, design_of(p.engine, choice), record=True)
+        sim = simulate(at_design(p, choice), design_of(p.engine, choice), record=True)
         period = sim.period_s / TIME_UNIT
         return Evaluation(dict(choice), period, plateau(p.engine, sim.limited)), period, Replayed(sim)
     return evaluate
@@ -98,16 +98,17 @@ def optimize_evaluator(md: ModelData, refine_s: float) -> Callable[[dict[str, in
 
     def evaluate(choice: dict[str, int]) -> tuple[Evaluation, float, Replayed]:
         design = design_of(p.engine, choice)
-        bound_s, _ = any_order_bound_s(p, design)
+        q = at_design(p, choice)  # the network at the design's bandwidths
+        bound_s, _ = any_order_bound_s(q, design)
         fifo = tuple((k, 0) for k in fifo_rank)  # FIFO's dispatch is fixed priorities in issue order
-        runs = {"lifo": Replayed(simulate(p, design, policy="lifo", record=True), policy="lifo"),
-                "fifo": Replayed(simulate(p, design, order=fifo, record=True), priority=fifo)}
+        runs = {"lifo": Replayed(simulate(q, design, policy="lifo", record=True), policy="lifo"),
+                "fifo": Replayed(simulate(q, design, order=fifo, record=True), priority=fifo)}
         if sep:
-            fs = flow_shop(p, design)
+            fs = flow_shop(q, design)
             best, _ = refine_priority(fs, [lifo_rank, fifo_rank], max(refine_s, 0.05))
             if best not in (lifo_rank, fifo_rank):
                 prio = tuple((k, 0) for k in best)
-                runs["refined"] = Replayed(simulate(p, design, order=prio, record=True), priority=prio)
+                runs["refined"] = Replayed(simulate(q, design, order=prio, record=True), priority=prio)
         name = min(runs, key=lambda n: runs[n].sim.period_s)
         tried = {f"{n}_s": r.sim.period_s for n, r in runs.items()}
         won = dataclasses.replace(runs[name], tried=tried)
@@ -124,6 +125,11 @@ def precheck(p: Problem) -> None:
     if e.power_budget_w is not None and e.min_power_w() > e.power_budget_w + 1e-12:
         raise InfeasibleError(f"power budget {e.power_budget_w:g} W < smallest configuration "
                               f"{e.min_power_w():g} W (short by {e.min_power_w() - e.power_budget_w:g} W)")
+    net = p.network
+    if net is not None and net.budget is not None and net.min_cost(p.topology) > net.budget * (1 + 1e-12) + 1e-12:
+        least = net.min_cost(p.topology)
+        raise InfeasibleError(f"network cost budget {net.budget:g} {net.unit} < cheapest network {least:g} {net.unit} "
+                              f"(short by {least - net.budget:g} {net.unit})")
 
 
 def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None,
@@ -169,7 +175,7 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
                           + "; raise it (--time-limit)")
     custom = master.custom
     chosen, status, objective, bound = _answer(search, master, res, optimize, custom)
-    if status == "optimal" and md.engine.sized and not custom and master.objective != "iteration_time":
+    if status == "optimal" and md.sized and not custom and master.objective != "iteration_time":
         # (minimizing time, the search already evaluates the least-area design among those tied)
         chosen = _tie_break(search, master, chosen, extra)
     return _solution(md, search, master, res, chosen, status, objective, bound, custom, diagnose,
@@ -191,10 +197,11 @@ def _tie_break(search: Search, master: Master, chosen: Visit, extra: Extra | Non
     shortest simulated period, by a second, lexicographic search over the same evaluations. (Minimizing
     time, the search itself evaluates the least-area design of those tied on its bound.)"""
     first = master.objective
-    value = design_area_mm2 if first == "area" else design_power_w
-    best = value(search.md.engine, chosen.choice)
+    value = {"area": lambda c: design_area_mm2(search.md.engine, c), "power": lambda c: design_power_w(search.md.engine, c),
+             "network_cost": lambda c: network_cost(search.md.problem, c)}[first]
+    best = value(chosen.choice)
     second = search.master(objective="iteration_time", extra=extra)
-    keep = second.model.area if first == "area" else second.model.power
+    keep = {"area": second.model.area, "power": second.model.power, "network_cost": second.model.network_cost}[first]
     second.model.lexicographic = pyo.Constraint(expr=keep <= best * (1 + TIE) + 1e-9)
     if master.time_target_us is not None:
         second.model.time_target = pyo.Constraint(expr=second.model.T <= master.time_target_us)
@@ -277,7 +284,7 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
     if status == "time_limit":
         notes.append(f"time limit reached: the design is the best found, within {100 * _gap(objective, bound):.2f}% of "
                      "the bound, not proven optimal")
-    any_bound, binding = any_order_bound_s(p, design)
+    any_bound, binding = any_order_bound_s(at_design(p, choice), design)
     if p.schedule.order == "optimize":
         notes.append(f"no order replays faster than {format_quantity(any_bound, SECONDS)} at this design (proven, "
                      f"set by {binding}); the best order found is {100 * (T - any_bound) / T:.2f}% above it")
@@ -301,7 +308,20 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
         schedule=tasks, order_policy=p.schedule.order, order=order, evaluations=len(search.visits),
         master_solves=res.master_solves, model=res.size, chunks=p.schedule.chunks, notes=tuple(notes),
         order_comparison=dict(replayed.tried) if replayed.tried else None, diagnostics=diagnostics,
-        any_order_bound_s=any_bound, priority=replayed.priority, sim=sim)
+        any_order_bound_s=any_bound, priority=replayed.priority, sim=sim, network=network_choice(p, choice))
+
+
+def network_choice(p: Problem, choice: dict[str, int]) -> NetworkChoice | None:
+    """The network at ``choice``: per dimension its link bandwidth, the NPU's bandwidth into it and its
+    cost; the total against the budget (None without a network design space)."""
+    net = p.network
+    if net is None:
+        return None
+    topo = at_design(p, choice).topology
+    costs = net.costs(p.topology, choice)
+    return NetworkChoice(tuple(d.name for d in topo.dims), tuple(d.link_bandwidth for d in topo.dims),
+                         tuple(d.bandwidth for d in topo.dims), tuple(costs), sum(costs), net.budget, net.unit,
+                         tuple(len(b) for b in net.bandwidths), tuple(net.tolerance))
 
 
 def _gap(objective: float | None, bound: float | None) -> float | None:

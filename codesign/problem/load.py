@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from ..errors import SpecError, shown
 from ..platform.endpoint import NPU, Engine, Option
+from ..platform.network import Network, grid
 from ..platform.engines import ENGINES, every_resource
 from ..platform.topology import ALGORITHMS, KINDS, Dim, Topology
 from ..spec import units as U
@@ -220,13 +221,54 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap, sizes: tuple[int, ...] | N
 
 # ---------------------------------------------------------------- topology, npu
 
-def topology(ctx: Ctx, t: Any, top: YMap) -> Topology:
-    m = section(ctx, t, "topology", ("dims",), ("dims",), parent=top, key="topology")
+def _bandwidths(ctx: Ctx, dm: YMap, p: str, tolerance: float) -> tuple[tuple[float, ...], float | None]:
+    """A dimension's link bandwidth (bytes/s): one value, a list of options, or a range ``{min, max}``
+    made a geometric grid of ratio ``1 + tolerance``; ascending, with the range's tolerance (or None)."""
+    v = dm["bandwidth"]
+    bp = join_path(p, "bandwidth")
+    if isinstance(v, list):
+        if not v:
+            raise ctx.error(bp, "empty list: give at least one bandwidth (e.g. [50 GB/s, 100 GB/s])",
+                            line_of(dm, "bandwidth"))
+        opts = [value_with_unit(ctx, x, U.BYTES_PER_S, f"{bp}[{i}]", line_of(v, i), "bandwidth")
+                for i, x in enumerate(v)]
+        if len(set(opts)) != len(opts):
+            raise ctx.error(bp, "a bandwidth is listed twice", line_of(dm, "bandwidth"))
+        return tuple(sorted(opts)), None
+    if isinstance(v, dict):
+        r = section(ctx, v, bp, ("min", "max"), ("min", "max"), dm, "bandwidth")
+        lo = quantity(ctx, r, "min", bp, U.BYTES_PER_S)
+        hi = quantity(ctx, r, "max", bp, U.BYTES_PER_S)
+        if hi < lo:
+            raise ctx.error(join_path(bp, "max"), f"expected a bandwidth >= min "
+                            f"({U.format_quantity(lo, U.BYTES_PER_S)})", line_of(r, "max"))
+        opts = grid(lo, hi, tolerance)
+        if len(opts) > MAX_GRID:
+            raise ctx.error(bp, f"this range at tolerance {tolerance:g} is {len(opts)} grid points; codesign takes "
+                            f"at most {MAX_GRID} per dimension (raise topology.tolerance or narrow the range)",
+                            line_of(dm, "bandwidth"))
+        return opts, tolerance
+    return (quantity(ctx, dm, "bandwidth", p, U.BYTES_PER_S),), None
+
+
+#: Grid points one bandwidth range may become (each is a binary of the master MILP).
+MAX_GRID = 400
+
+
+def topology(ctx: Ctx, t: Any, top: YMap) -> tuple[Topology, Network | None]:
+    """The topology, and the network's design space when a dimension's bandwidth is open (a list or a
+    range), has a cost, or the topology has a cost budget (else None)."""
+    m = section(ctx, t, "topology", ("dims", "cost_budget", "cost_unit", "tolerance"), ("dims",), parent=top,
+                key="topology")
     lst = items(ctx, m, "dims", "topology")
+    tolerance = number(ctx, m.get("tolerance", 0.02), "topology.tolerance", line_of(m, "tolerance"), lo=0,
+                       lo_open=True, hi=1)
     dims = []
+    options, costs, tols = [], [], []
     for i, dv in enumerate(lst):
         p = f"topology.dims[{i}]"
-        dm = section(ctx, dv, p, ("name", "kind", "size", "links", "bandwidth", "latency", "algorithm"),
+        dm = section(ctx, dv, p, ("name", "kind", "size", "links", "bandwidth", "latency", "algorithm",
+                                  "cost_per_gbps"),
                      ("kind", "size", "bandwidth"), lst, i)
         kind = choice(ctx, dm, "kind", p, KINDS)
         size = int(number(ctx, dm.get("size"), join_path(p, "size"), line_of(dm, "size"), integer=True, lo=0))
@@ -238,11 +280,24 @@ def topology(ctx: Ctx, t: Any, top: YMap) -> Topology:
         if algo == "halving_doubling" and size & (size - 1):
             raise ctx.error(join_path(p, "algorithm"), f"halving_doubling needs a power-of-two size, got {size}",
                             line_of(dm, "algorithm"))
+        bws, tol = _bandwidths(ctx, dm, p, tolerance)
+        options.append(bws)
+        tols.append(tol)
+        costs.append(number(ctx, dm.get("cost_per_gbps", 0.0), join_path(p, "cost_per_gbps"),
+                            line_of(dm, "cost_per_gbps"), lo=0))
+        # an open dimension's nominal bandwidth is its largest: its link times then bound every option's
         dims.append(Dim(name=text(ctx, dm, "name", p, default=f"dim{i}"), kind=kind, size=size, links=links,
-                        link_bandwidth=quantity(ctx, dm, "bandwidth", p, U.BYTES_PER_S),
+                        link_bandwidth=bws[-1],
                         latency=quantity(ctx, dm, "latency", p, U.SECONDS, allow_zero=True, default=0.0),
                         algorithm=algo))
-    return Topology(tuple(dims))
+    topo = Topology(tuple(dims))
+    open_ = any(len(o) > 1 for o in options) or any(costs) or "cost_budget" in m
+    if not open_:
+        return topo, None
+    budget = number(ctx, m["cost_budget"], "topology.cost_budget", line_of(m, "cost_budget"), lo=0) \
+        if "cost_budget" in m else None
+    unit = text(ctx, m, "cost_unit", "topology", default="$") or "$"
+    return topo, Network(tuple(options), tuple(costs), budget, unit, tuple(tols))
 
 
 def npu(ctx: Ctx, n: Any, top: YMap) -> NPU:
@@ -459,7 +514,7 @@ def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = No
     if doc is None:
         raise ctx.error("(top level)", "the file is empty; expected the sections " + ", ".join(TOP_KEYS[2:]))
     m = section(ctx, doc, "", TOP_KEYS, ("workload", "topology", "engine"))
-    topo = topology(ctx, m["topology"], m)
+    topo, network = topology(ctx, m["topology"], m)
     wl = workload(ctx, m["workload"], len(topo.dims), m, tuple(d.size for d in topo.dims))
     n = npu(ctx, m.get("npu"), m)
     eng = engine(ctx, m["engine"], n, m)
@@ -467,7 +522,11 @@ def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = No
                       engine=eng, objective=objective(ctx, m.get("objective"), m),
                       schedule=schedule(ctx, m.get("schedule"), m),
                       solver=solver(ctx, m.get("solver"), solver_profile, m),
-                      description=text(ctx, m, "description", ""), path=str(path))
+                      description=text(ctx, m, "description", ""), path=str(path), network=network)
+    if problem.objective.minimize == "network_cost" and network is None:
+        raise ctx.error("objective.minimize", "minimizing network_cost needs a network design space: give a "
+                        "dimension a list or range of bandwidths and a cost_per_gbps", line_of(m.get("objective"),
+                                                                                               "minimize"))
     ctx.emit_notes()  # implausible values, now that the file has loaded without error
     return problem
 
