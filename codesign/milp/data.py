@@ -152,7 +152,8 @@ def check_ranges(md: ModelData, unusable: set[tuple[str, int]] = frozenset()) ->
                             f"up to {MAX_TASK_US * TIME_UNIT:.3g} s (a unit missing or wrong?)", path="workload", **where)
     for k, dem in enumerate(md.demands):
         name = md.iteration.comms[k].name
-        for i, link in enumerate(dem.phase_link_s):
+        for i in range(len(dem.phase_link_s)):
+            link = max(md.link_term(k, i).coeffs) * TIME_UNIT  # at the smallest bandwidth an open dimension takes
             if too_long(link / TIME_UNIT):
                 d = dem.phase_dims[i]
                 raise SpecError(f"a chunk of {name} takes {link:.3g} s on this dimension's links; codesign holds tasks "
@@ -168,5 +169,9 @@ def check_ranges(md: ModelData, unusable: set[tuple[str, int]] = frozenset()) ->
 
 def model_data(problem: Problem) -> ModelData:
     it = build_iteration(problem.workload, problem.schedule.overlap)
-    dem = [collective_demands(c.comm, problem.topology, problem.engine, problem.schedule.chunks) for c in it.comms]
+    topo = problem.topology
+    net = problem.network
+    if net is not None:  # link times at every open dimension's largest bandwidth: constants that bound every option's
+        topo = topology_at(topo, net, {net_key(d): len(b) - 1 for d, b in enumerate(net.bandwidths)})
+    dem = [collective_demands(c.comm, topo, problem.engine, problem.schedule.chunks) for c in it.comms]
     return ModelData(problem, it, dem)

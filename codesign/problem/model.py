@@ -59,7 +59,8 @@ class Problem:
     description: str = ""
     path: str | None = None
     #: The network's design space (open bandwidths, their cost and budget), or None: the topology as given.
-    #: When set, an open dimension's ``link_bandwidth`` in ``topology`` is its largest option.
+    #: When set, an open dimension's ``link_bandwidth`` in ``topology`` stands for nothing (the loader puts
+    #: its largest option there); ``at_design`` fixes it.
     network: Network | None = None
 
 
