@@ -7,7 +7,7 @@ from typing import Any
 
 from ..milp.size import ModelSize
 from ..platform.engines import every_resource
-from ..spec.units import Dimension, format_quantity
+from ..spec.units import BYTES_PER_S, Dimension, format_quantity
 
 
 def design_keys() -> dict[str, str]:
@@ -57,6 +57,11 @@ class NetworkChoice:
     unit: str
     options: tuple[int, ...]
     tolerance: tuple[float | None, ...]
+
+    def text(self) -> str:
+        """'network local 200 GB/s, global 100 GB/s (cost 600 $)': the NPU's bandwidth per dimension."""
+        bws = ", ".join(f"{n} {format_quantity(b, BYTES_PER_S)}" for n, b in zip(self.names, self.bandwidth))
+        return f"network {bws} (cost {self.total:.4g} {self.unit})"
 
     def to_dict(self) -> dict[str, Any]:
         return {"dims": [{"name": n, "link_bandwidth_bytes_per_s": lb, "bandwidth_bytes_per_s": b, "cost": c,
