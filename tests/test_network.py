@@ -180,3 +180,78 @@ def test_a_range_becomes_a_grid_and_topology_at_picks_from_it():
     assert topology_at(p.topology, p.network, {key(0): 3}).dims[0].link_bandwidth == g[3]
     s = solve(p)
     assert s.network.link_bandwidth[0] in g and s.network.options == (len(g), 1)
+
+
+# ------------------------------------------------------------------ the command line and the shipped problems
+
+def test_solve_prints_bandwidths_endpoint_cost_breakdown_and_gap(capsys):
+    from codesign.cli import main
+    from conftest import ROOT
+    assert main(["solve", str(ROOT / "problems" / "libra" / "gpt3_3d.yaml")]) == 0
+    out = capsys.readouterr().out
+    net = [ln for ln in out.splitlines() if "dim " in ln and "per NPU" in ln]
+    assert len(net) == 3 and all("of " in ln and "options" in ln and " $" in ln for ln in net)
+    assert "network cost " in out and " = " in out and "of budget 3000 $" in out
+    assert "design          SRAM" in out
+    assert "solver          optimal" in out and "gap 0.000%" in out
+
+
+def test_json_carries_the_network(capsys):
+    import json
+
+    from codesign.cli import main
+    from conftest import ROOT
+    assert main(["solve", str(ROOT / "problems" / "libra" / "gpt3_3d.yaml"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    net = doc["network"]
+    assert [d["name"] for d in net["dims"]] == ["package", "node", "pod"]
+    assert net["cost"] == pytest.approx(sum(d["cost"] for d in net["dims"])) and net["cost"] <= net["budget"]
+
+
+@pytest.mark.parametrize("change,key,phrase", [
+    (lambda t: t["dims"][0].update(bandwidth={"min": "100 GB/s", "max": "50 GB/s"}), "topology.dims[0].bandwidth.max",
+     "expected a bandwidth >= min"),
+    (lambda t: t["dims"][0].update(bandwidth=[]), "topology.dims[0].bandwidth", "empty list"),
+    (lambda t: t["dims"][0].update(bandwidth=["50 GB/s", "50 GB/s"]), "topology.dims[0].bandwidth", "listed twice"),
+    (lambda t: t["dims"][1].update(cost_per_gbps=-1), "topology.dims[1].cost_per_gbps", "expected a number >= 0"),
+    (lambda t: t.update(cost_budget="lots"), "topology.cost_budget", "expected a number"),
+    (lambda t: t.update(tolerance=0, cost_budget=5), "topology.tolerance", "expected a number > 0"),
+    (lambda t: t["dims"][0].update(bandwidth={"min": "1 MB/s", "max": "100 GB/s"}) or t.update(tolerance=0.001),
+     "topology.dims[0].bandwidth", "grid points"),
+])
+def test_bad_network_input_is_one_line_naming_the_key(tmp_path, capsys, change, key, phrase):
+    import yaml
+
+    from codesign.cli import main
+    doc = two_dims(1e6, 4, 4, 1.0, 1.0, 1000.0, [50e9, 100e9], [50e9])
+    change(doc["topology"])
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{key}:" in err[0] and phrase in err[0] and str(path) in err[0], err
+
+
+def test_minimizing_network_cost_needs_a_network(tmp_path, capsys):
+    import yaml
+
+    from codesign.cli import main
+    doc = two_dims(1e6, 4, 4, 0.0, 0.0, 1000.0, [50e9], [50e9])
+    del doc["topology"]["cost_budget"]
+    doc["objective"] = {"minimize": "network_cost", "iteration_time_target": "1 ms"}
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["validate", str(path)]) == 2
+    assert "objective.minimize" in capsys.readouterr().err
+
+
+def test_pareto_of_network_cost_and_time_is_a_staircase(tmp_path):
+    from codesign.explore.pareto import pareto_front
+    p = parse_problem(two_dims(3e7, 4, 4, 1.0, 4.0, 1e9, [25e9, 50e9, 100e9], [12.5e9, 25e9, 50e9]), "t.yaml")
+    front = pareto_front(p, "network_cost", "iteration_time")
+    xs = [pt.x for pt in front.points]
+    ys = [pt.y for pt in front.points]
+    assert len(xs) >= 3 and xs == sorted(xs) and ys == sorted(ys, reverse=True)
+    for pt in front.points:  # each point: no network as cheap is faster (brute force over the 9 networks)
+        cheaper = [c for c in designs(p) if sum(p.network.costs(p.topology, c)) <= pt.x * (1 + 1e-9)]
+        assert pt.y <= min(simulated(p, c) for c in cheaper) * (1 + 2e-4)
