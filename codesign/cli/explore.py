@@ -227,6 +227,11 @@ def pareto_command(args: argparse.Namespace) -> int:
     for p in front.points:
         print(f"  {front.x} {p.x * sx:9.4g} {ux:5s} {front.y} {p.y * sy:9.4g} {uy:5s} {point_text(p.solution)}"
               + (f"  <- {p.role}" if p.role else ""))
+    if {front.x, front.y} == {"network_cost", "iteration_time"} and front.points and args.points is None:
+        # LIBRA's performance per cost: T x cost grows with each, so its least is a point of the exact front
+        best = min(front.points, key=lambda p: p.x * p.y)
+        print(f"perf per cost   least iteration time x network cost on the front: {metric(best.solution, 'network_cost'):.4g} "
+              f"{problem.network.unit}, {best.solution.iteration_time_s * 1e3:.4g} ms: {point_text(best.solution)}")
     if front.as_posed is not None:
         a = front.as_posed
         print(f"as posed        {front.x} {metric(a, front.x) * sx:.4g} {ux}, {front.y} {metric(a, front.y) * sy:.4g} {uy}: "

@@ -33,6 +33,13 @@ LABELS = {"iteration_time": "iteration time (ms)", "area": "area (mm^2)", "power
 SHOW = {"iteration_time": 1e3, "area": 1.0, "power": 1.0, "network_cost": 1.0}  # SI -> the plotted unit
 REL = 1e-7     # the lexicographic second stage keeps the first objective within this (as solve's own does)
 STEP = 1e-4    # the exact walk asks for x this much below the last point (mm^2 or W; above the MIP tolerance)
+#: ... and at least this fraction of it: HiGHS scales a budget row, so a network cost of thousands of
+#: dollars needs a hair relative to its size to stay above the feasibility tolerance
+REL_STEP = 1e-5
+
+
+def _hair(v: float) -> float:
+    return max(STEP, REL_STEP * abs(v))
 
 
 def metric(s: Solution, name: str) -> float:
@@ -146,9 +153,9 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
     e_lo = metric(lo, e)
     if points is None:
         cur = hi
-        while metric(cur, e) > e_lo + STEP and len(found) < max_points:
+        while metric(cur, e) > e_lo + _hair(e_lo) and len(found) < max_points:
             try:
-                nxt = tr.lex(o, e, {**free, e: metric(cur, e) - STEP})
+                nxt = tr.lex(o, e, {**free, e: metric(cur, e) - _hair(metric(cur, e))})
             except InfeasibleError:
                 break
             if metric(nxt, e) >= metric(cur, e):  # no progress (a solver tolerance): stop rather than loop

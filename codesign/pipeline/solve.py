@@ -284,6 +284,11 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
     if status == "time_limit":
         notes.append(f"time limit reached: the design is the best found, within {100 * _gap(objective, bound):.2f}% of "
                      "the bound, not proven optimal")
+    net = p.network
+    ranged = [f"{d} ({p.topology.dims[d].name})" for d, t in enumerate(net.tolerance) if t is not None] if net else []
+    if ranged:
+        notes.append(f"bandwidth of dim {', '.join(ranged)} searched on a geometric grid (ratio 1 + tolerance): the "
+                     "status and bound are about the grid; bandwidths between its points were not replayed")
     any_bound, binding = any_order_bound_s(at_design(p, choice), design)
     if p.schedule.order == "optimize":
         notes.append(f"no order replays faster than {format_quantity(any_bound, SECONDS)} at this design (proven, "
