@@ -255,3 +255,22 @@ def test_pareto_of_network_cost_and_time_is_a_staircase(tmp_path):
     for pt in front.points:  # each point: no network as cheap is faster (brute force over the 9 networks)
         cheaper = [c for c in designs(p) if sum(p.network.costs(p.topology, c)) <= pt.x * (1 + 1e-9)]
         assert pt.y <= min(simulated(p, c) for c in cheaper) * (1 + 2e-4)
+
+
+def test_the_readme_network_block_is_what_solve_prints(capsys):
+    """README, "Co-designing the network": each shown line starts a printed line (up to "...")."""
+    import re
+
+    from codesign.cli import main
+    from conftest import ROOT
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Co-designing the network"):]
+    section = section[:section.index("\n### ", 10)]
+    shown = [ln[4:] for ln in section.splitlines() if ln.startswith("    ")]
+    assert len(shown) >= 6
+    assert main(["solve", str(ROOT / "problems" / "libra" / "msft1t_3d.yaml")]) == 0
+    norm = lambda t: re.sub(r"\s+", " ", t).strip()  # noqa: E731
+    printed = [norm(x) for x in capsys.readouterr().out.splitlines()]
+    for line in shown:
+        prefix = norm(line.split("...")[0].rstrip(" ,;("))
+        assert any(p.startswith(prefix) for p in printed), line
