@@ -52,6 +52,9 @@ def main(problem: str):
     ranged = dataclasses.replace(p, network=dataclasses.replace(net, bandwidths=ranges, tolerance=(0.10,) * len(ranges)))
     on_grid = codesign.solve(ranged)
     show(f"bandwidths on grids of {'/'.join(str(len(r)) for r in ranges)} points, 10% apart", on_grid)
+    gap = 1 - on_grid.continuous_bound_s / on_grid.iteration_time_s
+    print(f"  no bandwidth anywhere in the ranges replays faster than {on_grid.continuous_bound_s * 1e3:.3f} ms "
+          f"(proven): this answer is within {100 * gap:.2f}% of the best continuous design")
     return fastest, cheap, on_grid
 
 

@@ -47,3 +47,4 @@ def test_network_codesign_example_chooses_within_the_budgets():
     assert cheap.network.total <= fastest.network.total + 1e-9
     assert cheap.iteration_time_s <= fastest.iteration_time_s * 1.10 * (1 + 1e-9)
     assert on_grid.network.options[0] > 6 and on_grid.network.total <= on_grid.network.budget + 1e-9
+    assert on_grid.continuous_bound_s <= on_grid.iteration_time_s

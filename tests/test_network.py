@@ -274,3 +274,26 @@ def test_the_readme_network_block_is_what_solve_prints(capsys):
     for line in shown:
         prefix = norm(line.split("...")[0].rstrip(" ,;("))
         assert any(p.startswith(prefix) for p in printed), line
+
+
+@SETTINGS
+@given(instances(), st.randoms(use_true_random=False))
+def test_the_continuous_bound_is_below_every_bandwidth_of_the_ranges(p, rnd):
+    """With ranges, the solve's continuous bound (the relaxation over each grid cell) is below the replay of
+    designs whose bandwidths are anywhere in the ranges, off the grid too, and below the answer."""
+    lo_hi = [(b[0], b[-1] * 2) for b in p.network.bandwidths]
+    net = dataclasses.replace(p.network, bandwidths=tuple(grid(lo, hi, 0.25) for lo, hi in lo_hi),
+                              tolerance=(0.25,) * len(lo_hi), budget=None)
+    q = dataclasses.replace(p, network=net)
+    s = solve(q)
+    assert s.continuous_bound_s is not None and s.continuous_bound_s <= s.iteration_time_s * (1 + 1e-9)
+    space = list(itertools.product(*(range(len(o)) for o in p.engine.resources.values())))
+    for _ in range(8):
+        bws = [lo * (hi / lo) ** rnd.random() for lo, hi in lo_hi]  # anywhere in the range, off the grid
+        topo = dataclasses.replace(p.topology, dims=tuple(dataclasses.replace(d, link_bandwidth=bw)
+                                                          for d, bw in zip(p.topology.dims, bws)))
+        c = dict(zip(p.engine.resources, rnd.choice(space)))
+        if p.engine.area_budget_mm2 is not None and design_area_mm2(p.engine, c) > p.engine.area_budget_mm2 + 1e-9:
+            continue
+        t = simulate(dataclasses.replace(p, topology=topo, network=None), design_of(p.engine, c)).period_s
+        assert s.continuous_bound_s <= t * (1 + 1e-9)

@@ -43,6 +43,10 @@ class ModelData:
     iteration: Iteration
     demands: list[CollectiveDemands]
     _phase_cache: dict = field(default_factory=dict, repr=False)
+    #: True: a ranged dimension's option o stands for every bandwidth of its grid cell [bw_o, bw_o+1], so
+    #: its link times are taken at the cell's upper end (its cost stays at the lower): the master then
+    #: bounds every bandwidth of the range, not only the grid's (``pipeline.solve.continuous_bound_us``)
+    cells: bool = False
 
     @property
     def engine(self) -> Engine:
@@ -76,8 +80,10 @@ class ModelData:
             else:
                 comm = self.iteration.comms[k].comm
                 coeffs = []
-                for o in range(len(net.bandwidths[d])):
-                    topo = topology_at(p.topology, net, {net_key(d): o})
+                n = len(net.bandwidths[d])
+                ranged = self.cells and net.tolerance and net.tolerance[d] is not None
+                for o in range(n):
+                    topo = topology_at(p.topology, net, {net_key(d): min(o + 1, n - 1) if ranged else o})
                     coeffs.append(collective_demands(comm, topo, p.engine, dem.chunks).phase_link_s[i] / TIME_UNIT)
                 hit = Term(net_key(d), tuple(coeffs))
             self._phase_cache["link", k, i] = hit

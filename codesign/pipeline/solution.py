@@ -124,6 +124,9 @@ class Solution:
     sim: Any = field(default=None, compare=False, repr=False)
     #: The network chosen (or fixed) when the problem has a network design space, else None.
     network: NetworkChoice | None = None
+    #: With a bandwidth range, minimizing time: a proven lower bound (s) on the simulated period of every
+    #: design whose bandwidths lie anywhere in their ranges (the grid's cells), else None.
+    continuous_bound_s: float | None = None
 
     @property
     def design_named(self) -> dict[str, float]:
@@ -148,4 +151,5 @@ class Solution:
             **({"diagnostics": self.diagnostics} if self.diagnostics is not None else {}),
             **({"priority": [list(x) for x in self.priority]} if self.priority is not None else {}),
             **({"network": self.network.to_dict()} if self.network is not None else {}),
+            **({"continuous_bound_s": self.continuous_bound_s} if self.continuous_bound_s is not None else {}),
         }
