@@ -297,3 +297,20 @@ def test_the_continuous_bound_is_below_every_bandwidth_of_the_ranges(p, rnd):
             continue
         t = simulate(dataclasses.replace(p, topology=topo, network=None), design_of(p.engine, c)).period_s
         assert s.continuous_bound_s <= t * (1 + 1e-9)
+
+
+def test_simulate_replays_a_saved_solutions_bandwidths(tmp_path, capsys):
+    from codesign.cli import main
+    from conftest import ROOT
+    import yaml
+    fixed_engine = tmp_path / "p.yaml"
+    fixed_engine.write_text(yaml.safe_dump(two_dims(1e6, 4, 4, 1.0, 1.0, 1000.0, [50e9, 100e9], [50e9])))
+    assert main(["simulate", str(fixed_engine)]) == 2
+    assert "topology.dims[0].bandwidth: 2 bandwidths" in capsys.readouterr().err
+    prob = str(ROOT / "problems" / "libra" / "msft1t_3d.yaml")
+    assert main(["solve", prob, "--out", str(tmp_path / "s")]) == 0
+    solved = capsys.readouterr().out
+    assert main(["simulate", prob, "--solution", str(tmp_path / "s" / "solution.json")]) == 0
+    out = capsys.readouterr().out
+    t = [ln for ln in solved.splitlines() if ln.startswith("iteration time")][0].split()[2:4]
+    assert out.splitlines()[1].split()[2:4] == t  # the same period, replayed at the chosen bandwidths

@@ -139,13 +139,14 @@ def _simulate(args: argparse.Namespace) -> int:
     from ..report.plots import timeline_png
     from ..report.text import simulation_summary
     from ..sim.replay import simulate
-    from .simulate_inputs import design_and_order
+    from .simulate_inputs import design_and_order, network_at
 
     if args.iterations < 4:
         raise_usage("--iterations must be at least 4 (two to settle, two to measure)")
     problem = load_problem(args.problem, confine=args.confine)
-    design, order = design_and_order(problem, args.solution,
-                                     confine_to=Path(args.problem).resolve().parent if args.confine else None)
+    confine_to = Path(args.problem).resolve().parent if args.confine else None
+    design, order = design_and_order(problem, args.solution, confine_to=confine_to)
+    problem = network_at(problem, args.solution, confine_to=confine_to)  # open bandwidths: the solution's
     out = output_dir(args.out) if args.out else None
     res = simulate(problem, design, order=order, iterations=args.iterations)
     doc = simulation_doc(problem, design, res)
