@@ -60,6 +60,9 @@ class Solution:
     under any network order. ``order_comparison`` (``order: optimize``): the simulated period (s) of each
     order tried at the chosen design. ``priority``: the dispatch priorities replayed (collectives highest
     first, as ``sim.replay.simulate`` takes them), or None for the policy. ``sim``: the replay itself.
+    ``duals`` (when ``pipeline.solve.assign`` was asked for them): the constraint duals of the platform LP
+    at this design and order (``milp/platform.py``; microseconds of period per microsecond of right-hand
+    side, by constraint name), from which ``shadow_prices`` prices every resource.
     """
 
     problem: str
@@ -92,6 +95,7 @@ class Solution:
     any_order_bound_s: float | None = None
     priority: tuple[tuple[int, int], ...] | None = None
     sim: Any = field(default=None, compare=False, repr=False)
+    duals: dict[str, float] | None = field(default=None, compare=False, repr=False)
 
     @property
     def design_named(self) -> dict[str, float]:
@@ -115,4 +119,5 @@ class Solution:
             **({"order_comparison": self.order_comparison} if self.order_comparison is not None else {}),
             **({"diagnostics": self.diagnostics} if self.diagnostics is not None else {}),
             **({"priority": [list(x) for x in self.priority]} if self.priority is not None else {}),
+            **({"duals": self.duals} if self.duals is not None else {}),
         }
