@@ -111,8 +111,8 @@ def main() -> int:
         print(f"{r['file']:32s} {r['designs']:7d} {r['evaluations']:5d} {r['status']:>8s} {r['answer_s'] * 1e3:8.4f}ms "
               f"{r['best_s'] * 1e3:8.4f}ms {100 * r['regret']:6.2f}% {r['solve_s']:5.1f}s {r['brute_s']:5.1f}s")
     print()
-    print(f"{'file':32s} {'codesign GB/s':>16s} {'LIBRA model GB/s':>17s} {'LIBRA model':>12s} {'LIBRA simulated':>16s} "
-          f"{'vs codesign':>11s}")
+    print(f"{'file':32s} {'codesign GB/s':>16s} {'LIBRA model GB/s':>17s} {'LIBRA model':>12s} "
+          f"{'LIBRA simulated':>16s} {'vs codesign':>11s}")
     for r in rows:
         print(f"{r['file']:32s} {r['ours']:>16s} {r['libra']:>17s} {r['libra_model_s'] * 1e3:10.4f}ms "
               f"{r['libra_sim_s'] * 1e3:14.4f}ms {100 * (r['libra_sim_s'] / r['answer_s'] - 1):+10.2f}%")

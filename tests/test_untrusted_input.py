@@ -185,6 +185,19 @@ def test_confine_refuses_files_outside_the_problem_folder(tmp_path, capsys):
     assert load_problem(p, confine=True).workload.layers[0].name == "conv1"
 
 
+@pytest.mark.parametrize("argv", [["sweep", "--param", "engine.area_budget=4mm^2", "--out", "{out}/s.csv", "--quiet"],
+                                  ["pareto", "--out", "{out}/p.png"], ["shadow"]])
+def test_confine_holds_for_sweep_pareto_and_shadow(tmp_path, capsys, argv):
+    inner = tmp_path / "jobs"
+    inner.mkdir()
+    _write(tmp_path, "wl.txt", ASTRA)
+    p = astra_problem(inner, "../wl.txt")
+    msg = one_error(capsys, [a.format(out=tmp_path) for a in argv] + ["--confine", str(p)])
+    assert msg.startswith(f"{p}:{astra_line(p)}: workload.astra: "), msg
+    assert "refused: the workload file is outside" in msg, msg
+    assert not list(tmp_path.glob("*.csv")) and not list(tmp_path.glob("*.png"))  # refused before any output
+
+
 def test_confine_holds_the_solver_profile_too(tmp_path, capsys):
     _write(tmp_path, "mine.yaml", "time_limit: 5 s\n")
     inner = tmp_path / "jobs"

@@ -20,6 +20,9 @@ from ..spec.files import output_file, writing
 
 Handler = Callable[[argparse.Namespace], int]
 
+CONFINE_HELP = ("refuse any input file (workload.astra, a solver profile path, --solution) outside the problem "
+                "file's folder: for services that run problem files they did not write")
+
 
 def register(sub: Any) -> dict[str, Handler]:
     """Add ``sweep``, ``pareto`` and ``shadow`` to ``sub`` (argparse subparsers); return {name: handler}."""
@@ -42,6 +45,7 @@ def register(sub: Any) -> dict[str, Handler]:
     s.add_argument("--validate", action="store_true", help="replay each point's solution in the simulator too")
     s.add_argument("--no-plots", action="store_true", help="do not draw the metric-vs-parameter plots")
     s.add_argument("--quiet", action="store_true", help="no progress bar and no table")
+    s.add_argument("--confine", action="store_true", help=CONFINE_HELP)
     p = sub.add_parser("pareto", help="trace the Pareto front of two metrics by epsilon constraints")
     p.add_argument("problem", help="problem YAML file")
     p.add_argument("--x", default="area", choices=("area", "power", "iteration_time", "network_cost"),
@@ -53,12 +57,14 @@ def register(sub: Any) -> dict[str, Handler]:
     p.add_argument("--csv", metavar="CSV", help="also write the front's points here")
     p.add_argument("--time-limit", type=float, metavar="S", help="solver time limit per solve, in seconds")
     p.add_argument("--solver", metavar="NAME", help="solver profile or a YAML path")
+    p.add_argument("--confine", action="store_true", help=CONFINE_HELP)
     h = sub.add_parser("shadow", help="what one more unit of each resource is worth, at the optimal design")
     h.add_argument("problem", help="problem YAML file")
     h.add_argument("--only", action="append", metavar="PATH", help="price only this resource (repeatable)")
     h.add_argument("--json", action="store_true", help="print one JSON document")
     h.add_argument("--time-limit", type=float, metavar="S", help="solver time limit, in seconds")
     h.add_argument("--solver", metavar="NAME", help="solver profile or a YAML path")
+    h.add_argument("--confine", action="store_true", help=CONFINE_HELP)
     return {"sweep": sweep_command, "pareto": pareto_command, "shadow": shadow_command}
 
 
@@ -171,7 +177,7 @@ def sweep_command(args: argparse.Namespace) -> int:
 
     st = sweep_settings(args.problem, params=args.param, mode=args.mode, workers=args.workers,
                         scheduler=args.scheduler, out=args.out, time_limit=args.time_limit, solver=args.solver,
-                        validate=args.validate)
+                        validate=args.validate, confine=args.confine)
     if st is None:
         raise SpecError("no parameters: give --param PATH=VALUES or a 'sweep: {params: ...}' section",
                         file=args.problem)
@@ -215,7 +221,7 @@ def pareto_command(args: argparse.Namespace) -> int:
     from ..explore.pareto import metric, pareto_front, point_text
     from ..problem.load import load_problem
 
-    problem = load_problem(args.problem, solver_profile=args.solver)
+    problem = load_problem(args.problem, solver_profile=args.solver, confine=args.confine)
     out = output_file(args.out or f"pareto_{Path(args.problem).stem}.png")
     csv = output_file(args.csv, flag="--csv") if args.csv else None
     front = pareto_front(problem, args.x, args.y, points=args.points, time_limit=_limit(args.time_limit))
@@ -230,8 +236,9 @@ def pareto_command(args: argparse.Namespace) -> int:
     if {front.x, front.y} == {"network_cost", "iteration_time"} and front.points and args.points is None:
         # LIBRA's performance per cost: T x cost grows with each, so its least is a point of the exact front
         best = min(front.points, key=lambda p: p.x * p.y)
-        print(f"perf per cost   least iteration time x network cost on the front: {metric(best.solution, 'network_cost'):.4g} "
-              f"{problem.network.unit}, {best.solution.iteration_time_s * 1e3:.4g} ms: {point_text(best.solution)}")
+        cost = metric(best.solution, "network_cost")
+        print(f"perf per cost   least iteration time x network cost on the front: {cost:.4g} {problem.network.unit}, "
+              f"{best.solution.iteration_time_s * 1e3:.4g} ms: {point_text(best.solution)}")
     if front.as_posed is not None:
         a = front.as_posed
         print(f"as posed        {front.x} {metric(a, front.x) * sx:.4g} {ux}, {front.y} {metric(a, front.y) * sy:.4g} {uy}: "
@@ -252,7 +259,7 @@ def shadow_command(args: argparse.Namespace) -> int:
     from ..pipeline.solve import solve
     from ..problem.load import load_problem
 
-    problem = load_problem(args.problem, solver_profile=args.solver)
+    problem = load_problem(args.problem, solver_profile=args.solver, confine=args.confine)
     sol = solve(problem, time_limit=_limit(args.time_limit))
     rep = shadow_prices(problem, sol, only=args.only)
     if args.json:

@@ -17,11 +17,7 @@ from typing import Any, Callable
 
 from ..errors import CodesignError, InputWarning, SpecError
 from ..spec.files import output_dir, writing
-
-
-
-CONFINE_HELP = ("refuse any input file (workload.astra, a solver profile path, --solution) outside the problem "
-                "file's folder: for services that run problem files they did not write")
+from .explore import CONFINE_HELP
 
 
 def _parser() -> argparse.ArgumentParser:

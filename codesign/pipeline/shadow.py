@@ -217,19 +217,35 @@ def step_costs(problem: Problem, choice: dict[str, int]) -> dict[str, tuple[floa
     return out
 
 
-def shadow_prices(problem: Problem, solution: Solution, *, only: list[str] | None = None) -> ShadowReport:
-    """The price of every resource (or of the param paths in ``only``) at ``solution``'s design and order."""
-    costs = step_costs(problem, solution.choice)
-    problem = at_design(problem, solution.choice)  # the network at the solution's bandwidths, held fixed
-    plat = _Platform(problem, solution)
-    m0 = plat.lp(problem)
+def _duals(plat: _Platform, m0: pyo.ConcreteModel) -> dict[str, float]:
+    """The LP's duals at the replayed design, after checking its period is the replay's."""
     T0, duals = solve_lp(m0)
-    names, r0, c0 = _rhs(m0)
-    lam = [duals.get(n, 0.0) for n in names]
     T_replay = plat.sim.period_s
     if abs(T0 * TIME_UNIT - T_replay) > 1e-6 * T_replay:
         raise SolverError(f"the platform LP's period {T0:.6g} us differs from the replay's "
                           f"{T_replay / TIME_UNIT:.6g} us")
+    return duals
+
+
+def platform_duals(problem: Problem, solution: Solution) -> dict[str, float]:
+    """The constraint duals of the platform LP at ``solution``'s design and order, by constraint name
+    (us of period per us of right-hand side): what ``Solution.duals`` keeps."""
+    problem = at_design(problem, solution.choice)  # the network at the solution's bandwidths
+    plat = _Platform(problem, solution)
+    return _duals(plat, plat.lp(problem))
+
+
+def shadow_prices(problem: Problem, solution: Solution, *, only: list[str] | None = None) -> ShadowReport:
+    """The price of every resource (or of the param paths in ``only``) at ``solution``'s design and order,
+    from the platform LP's duals (``solution.duals`` when the solve kept them)."""
+    costs = step_costs(problem, solution.choice)
+    problem = at_design(problem, solution.choice)  # the network at the solution's bandwidths, held fixed
+    plat = _Platform(problem, solution)
+    m0 = plat.lp(problem)
+    duals = solution.duals if solution.duals is not None else _duals(plat, m0)
+    names, r0, c0 = _rhs(m0)
+    lam = [duals.get(n, 0.0) for n in names]
+    T_replay = plat.sim.period_s
     res = resources(problem, plat.choice)
     if only:
         unknown = [o for o in only if o not in {r[0] for r in res}]

@@ -90,6 +90,9 @@ class Solution:
     under any network order. ``order_comparison`` (``order: optimize``): the simulated period (s) of each
     order tried at the chosen design. ``priority``: the dispatch priorities replayed (collectives highest
     first, as ``sim.replay.simulate`` takes them), or None for the policy. ``sim``: the replay itself.
+    ``duals`` (when ``pipeline.solve.assign`` was asked for them): the constraint duals of the platform LP
+    at this design and order (``milp/platform.py``; microseconds of period per microsecond of right-hand
+    side, by constraint name), from which ``shadow_prices`` prices every resource.
     """
 
     problem: str
@@ -127,6 +130,7 @@ class Solution:
     #: With a bandwidth range, minimizing time: a proven lower bound (s) on the simulated period of every
     #: design whose bandwidths lie anywhere in their ranges (the grid's cells), else None.
     continuous_bound_s: float | None = None
+    duals: dict[str, float] | None = field(default=None, compare=False, repr=False)
 
     @property
     def design_named(self) -> dict[str, float]:
@@ -152,4 +156,5 @@ class Solution:
             **({"priority": [list(x) for x in self.priority]} if self.priority is not None else {}),
             **({"network": self.network.to_dict()} if self.network is not None else {}),
             **({"continuous_bound_s": self.continuous_bound_s} if self.continuous_bound_s is not None else {}),
+            **({"duals": self.duals} if self.duals is not None else {}),
         }

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import pyomo.environ as pyo
@@ -132,19 +133,41 @@ def precheck(p: Problem) -> None:
                               f"(short by {least - net.budget:g} {net.unit})")
 
 
-def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None,
-          diagnose: bool = False, refine_s: float = 0.0, started: float | None = None) -> Solution:
-    """Solve ``problem``: the design whose simulated period is least (or the smallest that meets the
-    target), with its steady-state schedule as simulated.
+@dataclass
+class Built:
+    """A solve built and not yet run (``build``): the problem's model data, the search that evaluates
+    designs in the simulator, and its master MILP. Between ``build`` and ``run`` the master can be read
+    (``model``, the Pyomo model) or written (``write``); it is compiled for HiGHS at its first solve.
+    Constraints of your own go in through ``build``'s ``extra``: the tie-break and the explanation of an
+    infeasible problem build further masters, and each gets the hook."""
 
-    ``time_limit`` (s) overrides the problem's and bounds the whole solve. ``extra(model, problem)``, if
-    given, is called on the master MILP after it is built and before it is solved (README: "Adding your
-    own constraints"). ``diagnose`` adds the master's statistics to ``Solution.diagnostics``.
-    ``refine_s``: with ``order: optimize``, seconds per design for refining dispatch priorities.
-    ``started``: the ``time.perf_counter()`` the time limit counts from (the command line passes its
-    own start, so the limit is the whole command's); default: now.
-    Raises InfeasibleError (with the reason) or SolverError.
-    """
+    problem: Problem
+    md: ModelData
+    search: Search
+    master: Master
+    extra: Extra | None
+    limit_s: float
+    started: float
+
+    @property
+    def model(self) -> pyo.ConcreteModel:
+        """The master MILP (``milp/master.py``) as it stands: before ``run``, without evaluation cuts."""
+        return self.master.model
+
+    @property
+    def optimize(self) -> bool:
+        return self.problem.schedule.order == "optimize"
+
+    def write(self, path: str | Path) -> Path:
+        """Write the master MILP as it stands, its format by the suffix (``.lp``, ``.mps``), names kept."""
+        self.master.model.write(str(path), io_options={"symbolic_solver_labels": True})
+        return Path(path)
+
+
+def build(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None,
+          refine_s: float = 0.0, started: float | None = None) -> Built:
+    """The first stage of ``solve``: check the problem, gather its model data and build the master MILP
+    (with ``extra`` applied). The arguments are ``solve``'s; the time limit counts from ``started``."""
     t0 = time.perf_counter() if started is None else started
     precheck(problem)
     limit = time_limit if time_limit is not None else problem.solver.time_limit_s
@@ -156,30 +179,65 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     if time.perf_counter() >= search.deadline:
         raise SolverError(f"the time limit ({limit:g} s) passed before the search could start (loading the problem "
                           f"took {time.perf_counter() - t0:.2f} s); raise it (--time-limit)")
-    master = search.master(extra=extra)
+    return Built(problem, md, search, search.master(extra=extra), extra, limit, t0)
+
+
+def run(built: Built) -> SearchResult:
+    """The second stage: the design search (master solves and simulator evaluations) until the master
+    settles on an evaluated design or the time limit passes. Raises InfeasibleError when no design
+    qualifies (with the reason) and SolverError when the time ran out before any answer."""
+    search, master, limit = built.search, built.master, built.limit_s
     res = search.run(master)
-    if res.status == "infeasible" and not search.visits:
-        raise InfeasibleError(_explain_infeasible(search, extra))
-    if res.status == "infeasible" and not optimize:
-        raise InfeasibleError(_explain_infeasible(search, extra))
+    if res.status == "infeasible" and (not search.visits or not built.optimize):
+        raise InfeasibleError(_explain_infeasible(search, built.extra))
     if res.visit is None and search.visits and master.time_target_us is not None:
         fastest = min(v.simulated_us for v in search.visits) * TIME_UNIT
         raise SolverError(f"within the time limit ({limit:g} s) no design was found that meets the iteration-time "
                           f"target {format_quantity(master.time_target_us * TIME_UNIT, SECONDS)} (the fastest "
                           f"simulated: {format_quantity(fastest, SECONDS)}); not proven infeasible: raise the time "
                           "limit (--time-limit)")
-    if res.visit is None and not (optimize and search.visits):
+    if res.visit is None and not (built.optimize and search.visits):
         raise SolverError(f"no design was evaluated within the time limit ({limit:g} s)"
                           + (f"; the best possible period is at least {format_quantity(res.bound * TIME_UNIT, SECONDS)}"
                              if res.bound is not None and master.objective == "iteration_time" else "")
                           + "; raise it (--time-limit)")
+    return res
+
+
+def assign(built: Built, res: SearchResult, *, diagnose: bool = False, duals: bool = False) -> Solution:
+    """The last stage: the answer as a Solution (status, objective, bound, gap, the design and the
+    schedule the simulator ran). Minimizing area or power, ties on the objective go to the faster design.
+    ``diagnose`` adds the master's statistics; ``duals`` keeps the platform LP's duals at the answer
+    (``Solution.duals``, what ``shadow_prices`` reads)."""
+    search, master = built.search, built.master
     custom = master.custom
-    chosen, status, objective, bound = _answer(search, master, res, optimize, custom)
-    if status == "optimal" and md.sized and not custom and master.objective != "iteration_time":
+    chosen, status, objective, bound = _answer(search, master, res, built.optimize, custom)
+    if status == "optimal" and built.md.sized and not custom and master.objective != "iteration_time":
         # (minimizing time, the search already evaluates the least-area design among those tied)
-        chosen = _tie_break(search, master, chosen, extra)
-    return _solution(md, search, master, res, chosen, status, objective, bound, custom, diagnose,
-                     time.perf_counter() - t0)
+        chosen = _tie_break(search, master, chosen, built.extra)
+    sol = _solution(built.md, search, master, res, chosen, status, objective, bound, custom, diagnose,
+                    time.perf_counter() - built.started)
+    if duals:
+        from .shadow import platform_duals
+        sol = dataclasses.replace(sol, duals=platform_duals(built.problem, sol))
+    return sol
+
+
+def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None,
+          diagnose: bool = False, refine_s: float = 0.0, started: float | None = None) -> Solution:
+    """Solve ``problem``: the design whose simulated period is least (or the smallest that meets the
+    target), with its steady-state schedule as simulated: ``assign(b, run(b))`` for ``b = build(...)``.
+
+    ``time_limit`` (s) overrides the problem's and bounds the whole solve. ``extra(model, problem)``, if
+    given, is called on the master MILP after it is built and before it is solved (README: "Adding your
+    own constraints"). ``diagnose`` adds the master's statistics to ``Solution.diagnostics``.
+    ``refine_s``: with ``order: optimize``, seconds per design for refining dispatch priorities.
+    ``started``: the ``time.perf_counter()`` the time limit counts from (the command line passes its
+    own start, so the limit is the whole command's); default: now.
+    Raises InfeasibleError (with the reason) or SolverError.
+    """
+    built = build(problem, time_limit=time_limit, extra=extra, refine_s=refine_s, started=started)
+    return assign(built, run(built), diagnose=diagnose)
 
 
 def _answer(search: Search, master: Master, res: SearchResult, optimize: bool,
@@ -197,7 +255,8 @@ def _tie_break(search: Search, master: Master, chosen: Visit, extra: Extra | Non
     shortest simulated period, by a second, lexicographic search over the same evaluations. (Minimizing
     time, the search itself evaluates the least-area design of those tied on its bound.)"""
     first = master.objective
-    value = {"area": lambda c: design_area_mm2(search.md.engine, c), "power": lambda c: design_power_w(search.md.engine, c),
+    eng = search.md.engine
+    value = {"area": lambda c: design_area_mm2(eng, c), "power": lambda c: design_power_w(eng, c),
              "network_cost": lambda c: network_cost(search.md.problem, c)}[first]
     best = value(chosen.choice)
     second = search.master(objective="iteration_time", extra=extra)
