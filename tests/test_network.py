@@ -314,3 +314,11 @@ def test_simulate_replays_a_saved_solutions_bandwidths(tmp_path, capsys):
     out = capsys.readouterr().out
     t = [ln for ln in solved.splitlines() if ln.startswith("iteration time")][0].split()[2:4]
     assert out.splitlines()[1].split()[2:4] == t  # the same period, replayed at the chosen bandwidths
+
+
+def test_validate_names_the_open_bandwidths(capsys):
+    from codesign.cli import main
+    from conftest import ROOT
+    assert main(["validate", str(ROOT / "problems" / "libra" / "gpt3_3d.yaml")]) == 0
+    assert "sizing bandwidth package (6 options), node (5 options), pod (4 options) under 3000 $" in \
+        capsys.readouterr().out

@@ -117,8 +117,13 @@ def _validate(args: argparse.Namespace) -> int:
     sized = ", ".join(f"{r} ({len(o)} options)" for r, o in p.engine.resources.items()) or "nothing"
     swept = (f"; sweep of {len(sweep.plan.points)} points ({sweep.mode.replace('_', '-')}) over "
              f"{', '.join(q.path for q in sweep.plan.params)}" if sweep is not None else "")
+    net = p.network
+    bws = ("" if net is None else " sizing bandwidth " + ", ".join(
+        f"{d.name} ({len(b)} {'options' if t is None else 'grid points'})"
+        for d, b, t in zip(p.topology.dims, net.bandwidths, net.tolerance) if len(b) > 1)
+        + (f" under {net.budget:g} {net.unit}" if net.budget is not None else ""))
     print(f"{args.problem}: valid. {p.workload.name}: {len(p.workload.layers)} layers ({p.workload.parallelism}), "
-          f"{len(it.comms)} collectives; network {p.topology.shape} ({p.topology.npus} NPUs); "
+          f"{len(it.comms)} collectives; network {p.topology.shape} ({p.topology.npus} NPUs){bws}; "
           f"{p.engine.kind} engine sizing {sized}; minimize {p.objective.minimize.replace('_', ' ')}{swept}")
     return 0
 
