@@ -1,0 +1,230 @@
+"""Compute scheduling: the order of a task graph's compute tasks on the one NPU that runs them.
+
+A workload imported from a graph (a Chakra trace: ``Workload.graph``) fixes only a precedence among its
+compute tasks; the NPU runs one at a time, so the iteration is one order of them, and the order decides
+how much communication the compute hides. This module chooses it before the design search, as a small
+disjunctive MILP on HiGHS: minimize the makespan of one iteration, with
+
+- every task of duration d_j (its time alone at the full NPU, ``platform.costs.compute_time_terms``)
+  starting after its predecessors end;
+- every collective taking its communication bound t_c: its chunk-phases one after another at link speed
+  on their dimensions (``CollectiveDemands.phase_link_s``), the least time it takes under any design and
+  any overlap; a task awaiting it starts t_c after the last task releasing it ends, and the iteration
+  ends no earlier than each collective does;
+- one task at a time: for each pair of tasks the graph leaves unordered, a binary chooses which goes
+  first (big-M disjunction).
+
+The status is honest: ``optimal`` when HiGHS proves the order best for this makespan, ``feasible`` when
+its time limit stopped it with an order, and ``heuristic`` when the graph has more unordered pairs than
+``MAX_PAIRS`` (a list schedule by longest path to the end, never worse than the trace's order, is used).
+What is not modelled is said in docs/chakra.md: the makespan is one iteration's under the communication
+bound, not the period of the design the search will choose.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..platform.costs import collective_demands, compute_time_terms
+from ..problem.model import Problem
+from ..spec.units import SECONDS, format_quantity
+from ..workload.model import TaskGraph
+from .data import TIME_UNIT
+
+#: The most task pairs the graph leaves unordered for which the MILP is built (one binary each); beyond,
+#: the list schedule decides.
+MAX_PAIRS = 400
+#: Seconds HiGHS may spend on the order (at most; the problem's own limit when smaller).
+TIME_LIMIT_S = 10.0
+
+
+@dataclass(frozen=True)
+class ComputeOrder:
+    """An order of the graph's tasks (task indices, first to last), its makespan (s) under the
+    communication bound, the trace order's, and how it was found (``optimal``, ``feasible``, ``heuristic``,
+    or ``fixed``: the graph allows one order only)."""
+
+    order: tuple[int, ...]
+    status: str
+    makespan_s: float
+    trace_makespan_s: float
+    pairs: int
+
+    def note(self) -> str:
+        how = {"optimal": "optimal (MILP)", "feasible": "feasible (MILP stopped at its time limit)",
+               "heuristic": "heuristic (list schedule: " + (f"over {MAX_PAIRS} unordered task pairs)"
+                                                           if self.pairs > MAX_PAIRS else "the MILP found no order in its time)"),
+               "fixed": "fixed by the graph's precedence"}[self.status]
+        return (f"compute order {how}: one iteration's makespan under the communication bound "
+                f"{format_quantity(self.makespan_s, SECONDS)}, trace order {format_quantity(self.trace_makespan_s, SECONDS)}"
+                f" ({self.pairs} unordered task pairs)")
+
+
+@dataclass(frozen=True)
+class _Instance:
+    d: tuple[float, ...]                              # task durations (s)
+    preds: tuple[tuple[int, ...], ...]
+    comms: tuple[tuple[tuple[int, ...], tuple[int, ...], float], ...]  # (after, before, t_c)
+
+
+def _instance(problem: Problem, g: TaskGraph) -> _Instance:
+    npu = problem.npu
+    d = tuple(max(compute_time_terms(t.demand, npu, npu.cores, npu.hbm_bandwidth)) for t in g.tasks)
+    comms = []
+    for c in g.comms:
+        dem = collective_demands(c.comm, problem.topology, problem.engine, 1)
+        comms.append((c.after, c.before, sum(dem.phase_link_s) + c.delay_s))
+    return _Instance(d, g.preds, tuple(comms))
+
+
+def makespan(inst: _Instance, order: tuple[int, ...] | list[int]) -> float:
+    """One iteration's makespan (s) with the tasks run in ``order``, each as early as the NPU, its
+    predecessors and the collectives it awaits allow."""
+    end = [0.0] * len(inst.d)
+    ready = [0.0] * len(inst.d)  # when the collectives a task awaits have ended
+    pos = {t: i for i, t in enumerate(order)}
+    released: list[list[tuple[int, float]]] = [[] for _ in inst.d]  # per task: (collective, t_c) it releases last
+    for k, (after, _, t) in enumerate(inst.comms):
+        released[max(after, key=pos.__getitem__)].append((k, t))
+    span = 0.0
+    now = 0.0
+    for j in order:
+        start = max([now, ready[j]] + [end[i] for i in inst.preds[j]])
+        end[j] = now = start + inst.d[j]
+        for k, t in released[j]:
+            done = now + t
+            span = max(span, done)
+            for b in inst.comms[k][1]:
+                ready[b] = max(ready[b], done)
+    return max(span, now)
+
+
+def _closure(preds: tuple[tuple[int, ...], ...]) -> list[set[int]]:
+    """Per task, every task that must precede it (preds are given in a topological numbering or not:
+    a depth-first walk)."""
+    n = len(preds)
+    anc: list[set[int] | None] = [None] * n
+
+    def walk(j: int) -> set[int]:
+        stack = [(j, iter(preds[j]))]
+        while stack:
+            v, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                acc: set[int] = set()
+                for p in preds[v]:
+                    acc |= anc[p] | {p}  # type: ignore[operator]
+                anc[v] = acc
+            elif anc[nxt] is None:
+                stack.append((nxt, iter(preds[nxt])))
+        return anc[j]  # type: ignore[return-value]
+
+    return [anc[j] if anc[j] is not None else walk(j) for j in range(n)]
+
+
+def list_schedule(inst: _Instance) -> tuple[int, ...]:
+    """A serial list schedule: of the tasks whose predecessors have run, the one with the longest path to
+    the iteration's end (durations plus communication bounds) first; ties by index (the trace's order)."""
+    n = len(inst.d)
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for j, ps in enumerate(inst.preds):
+        for i in ps:
+            succ[i].append(j)
+    anc = _closure(inst.preds)
+    topo = sorted(range(n), key=lambda j: len(anc[j]))  # fewer ancestors first: a topological order
+    tail = [0.0] * n
+    for j in reversed(topo):
+        best = max([tail[k] for k in succ[j]], default=0.0)
+        for after, before, t in inst.comms:
+            if j in after:
+                best = max(best, t + max([tail[b] for b in before], default=0.0))
+        tail[j] = inst.d[j] + best
+    done: set[int] = set()
+    order: list[int] = []
+    while len(order) < n:
+        ready = [j for j in range(n) if j not in done and all(i in done for i in inst.preds[j])]
+        j = max(ready, key=lambda k: (tail[k], -k))
+        order.append(j)
+        done.add(j)
+    return tuple(order)
+
+
+def order_tasks(problem: Problem, g: TaskGraph, time_limit_s: float | None = None) -> ComputeOrder:
+    """The order of ``g``'s tasks that minimizes one iteration's makespan under the communication bound
+    (the module's docstring), with its status."""
+    inst = _instance(problem, g)
+    n = len(inst.d)
+    trace = tuple(range(n))
+    base = makespan(inst, trace)
+    anc = _closure(inst.preds)
+    free = [(i, j) for j in range(n) for i in range(j) if i not in anc[j] and j not in anc[i]]
+    if not free:
+        return ComputeOrder(trace, "fixed", base, base, 0)
+    heur = list_schedule(inst)
+    best, best_span = min(((trace, base), (heur, makespan(inst, heur))), key=lambda x: x[1])
+    if len(free) > MAX_PAIRS:
+        return ComputeOrder(best, "heuristic", best_span, base, len(free))
+    limit = min(TIME_LIMIT_S, problem.solver.time_limit_s) if time_limit_s is None else time_limit_s
+    order, status = _milp(inst, free, best, limit, problem)
+    if order is None:  # HiGHS found no order in its time: the list schedule stands
+        return ComputeOrder(best, "heuristic", best_span, base, len(free))
+    span = makespan(inst, order)
+    if span > best_span * (1 + 1e-9):  # an unproven incumbent worse than the list schedule: keep that
+        return ComputeOrder(best, status, best_span, base, len(free))
+    return ComputeOrder(order, status, span, base, len(free))
+
+
+def _milp(inst: _Instance, free: list[tuple[int, int]], start: tuple[int, ...], limit_s: float,
+          problem: Problem) -> tuple[tuple[int, ...] | None, str]:
+    """The disjunctive MILP (times in TIME_UNIT, as the master's), warm-started from ``start``'s schedule."""
+    import pyomo.environ as pyo
+
+    from .highs import solve_model
+
+    u = 1.0 / TIME_UNIT
+    d = [x * u for x in inst.d]
+    n = len(d)
+    M = sum(d) + sum(t * u for *_, t in inst.comms) + 1.0
+    m = pyo.ConcreteModel()
+    m.J = pyo.RangeSet(0, n - 1)
+    m.s = pyo.Var(m.J, bounds=(0, M))
+    m.C = pyo.Var(bounds=(0, M))
+    m.P = pyo.Set(initialize=free, dimen=2)
+    m.x = pyo.Var(m.P, domain=pyo.Binary)   # x[i, j] = 1: i runs before j
+    m.cons = pyo.ConstraintList()
+    for j, ps in enumerate(inst.preds):
+        for i in ps:
+            m.cons.add(m.s[j] >= m.s[i] + d[i])
+        m.cons.add(m.C >= m.s[j] + d[j])
+    for after, before, t in inst.comms:
+        for a in after:
+            m.cons.add(m.C >= m.s[a] + d[a] + t * u)
+            for b in before:
+                m.cons.add(m.s[b] >= m.s[a] + d[a] + t * u)
+    for i, j in free:
+        m.cons.add(m.s[j] >= m.s[i] + d[i] - M * (1 - m.x[i, j]))
+        m.cons.add(m.s[i] >= m.s[j] + d[j] - M * m.x[i, j])
+    m.obj = pyo.Objective(expr=m.C, sense=pyo.minimize)
+    spec = dataclasses.replace(problem.solver, mip_gap=1e-6)
+    st = solve_model(m, spec, time_limit_s=limit_s)
+    if not st.has_solution:
+        return None, st.status
+    s = [pyo.value(m.s[j]) for j in range(n)]
+    anc = _closure(inst.preds)
+    # start times order the tasks; equal starts (zero-time tasks) keep precedence, then the trace's order
+    order = tuple(sorted(range(n), key=lambda j: (round(s[j], 9), len(anc[j]), j)))
+    return order, ("optimal" if st.status == "optimal" else "feasible")
+
+
+def with_compute_order(problem: Problem, time_limit_s: float | None = None) -> tuple[Problem, ComputeOrder | None]:
+    """``problem`` with its workload's program in the chosen compute order (``order_tasks``), and that
+    order; unchanged (and None) when the workload has no task graph, or its order is decided already
+    (``TaskGraph.decided``)."""
+    w = problem.workload
+    g = w.graph
+    if g is None or g.decided:
+        return problem, None
+    co = order_tasks(problem, g, time_limit_s)
+    w2 = dataclasses.replace(w, program=g.program(co.order), graph=dataclasses.replace(g, decided=co.note()))
+    return dataclasses.replace(problem, workload=w2), co
