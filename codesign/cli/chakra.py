@@ -39,7 +39,7 @@ def export_command(args: argparse.Namespace) -> int:
         return max(compute_time_terms(d, npu, npu.cores, npu.hbm_bandwidth))
 
     ndims = len(problem.topology.dims)
-    if w.graph is not None and problem.schedule.overlap:  # keep the graph's freedom of compute order
+    if w.task_graph is not None and problem.schedule.overlap:  # keep the graph's freedom of compute order
         trace = graph_to_trace(w, ndims, duration_s=duration)
     else:
         trace = program_to_trace(w, as_program(w, problem.schedule.overlap), ndims, duration_s=duration)

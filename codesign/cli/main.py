@@ -103,7 +103,7 @@ def _solve(args: argparse.Namespace) -> int:
 def _compute_ordered(problem: Any) -> Any:
     """A task graph's workload (a Chakra trace) in the compute order the solver chooses (milp/compute_order.py),
     so that what is solved, replayed and reported is the same program; any other problem as it is."""
-    if problem.workload.graph is None:
+    if problem.workload.task_graph is None:
         return problem
     from ..milp.compute_order import with_compute_order
     return with_compute_order(problem)[0]
@@ -164,8 +164,8 @@ def _simulate(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
     else:
         print(simulation_summary(problem, design, res))
-        if problem.workload.graph is not None:
-            print(f"note: {problem.workload.graph.decided}")
+        if problem.workload.task_graph is not None:
+            print(f"note: {problem.workload.task_graph.decided}")
     return 0
 
 

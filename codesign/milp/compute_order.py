@@ -1,6 +1,6 @@
 """Compute scheduling: the order of a task graph's compute tasks on the one NPU that runs them.
 
-A workload imported from a graph (a Chakra trace: ``Workload.graph``) fixes only a precedence among its
+A workload imported from a graph (a Chakra trace: ``Workload.task_graph``) fixes only a precedence among its
 compute tasks; the NPU runs one at a time, so the iteration is one order of them, and the order decides
 how much communication the compute hides. This module chooses it before the design search, as a small
 disjunctive MILP on HiGHS: minimize the makespan of one iteration, with
@@ -222,9 +222,9 @@ def with_compute_order(problem: Problem, time_limit_s: float | None = None) -> t
     order; unchanged (and None) when the workload has no task graph, or its order is decided already
     (``TaskGraph.decided``)."""
     w = problem.workload
-    g = w.graph
+    g = w.task_graph
     if g is None or g.decided:
         return problem, None
     co = order_tasks(problem, g, time_limit_s)
-    w2 = dataclasses.replace(w, program=g.program(co.order), graph=dataclasses.replace(g, decided=co.note()))
+    w2 = dataclasses.replace(w, program=g.program(co.order), task_graph=dataclasses.replace(g, decided=co.note()))
     return dataclasses.replace(problem, workload=w2), co

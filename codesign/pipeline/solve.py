@@ -337,7 +337,7 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
     if status == "time_limit":
         notes.append(f"time limit reached: the design is the best found, within {100 * _gap(objective, bound):.2f}% of "
                      "the bound, not proven optimal")
-    g = p.workload.graph
+    g = p.workload.task_graph
     if g is not None and g.decided:  # the design's status is about the program in this compute order
         notes.append(g.decided + "; the design search runs that order")
     any_bound, binding = any_order_bound_s(p, design)

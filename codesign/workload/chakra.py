@@ -24,7 +24,7 @@ A Chakra trace is one NPU's iteration as a graph of nodes (``chakra_wire`` reads
   the next iteration begins.
 
 The compute tasks' order is the trace's (nodes in file order, kept topological) until
-``milp/compute_order.py`` chooses one within the graph (``Workload.graph``).
+``milp/compute_order.py`` chooses one within the graph (``Workload.task_graph``).
 
 What codesign writes beyond Chakra's attributes carries the prefix ``codesign.`` (exact seconds and bytes
 where the schema has whole microseconds and bytes, task and collective kinds, layers, the next iteration's
@@ -364,7 +364,7 @@ def _convert(trace: Trace, name: str, sizes: tuple[int, ...], npu: int,
         raise _Empty("the trace has no compute task and no collective on the NPU")
     graph = TaskGraph(tuple(tasks), tuple(preds), tuple(comms))
     return Workload(name=name, parallelism="chakra", layers=tuple(Layer(x) for x in layers),
-                    program=graph.program(list(range(len(tasks)))), graph=graph)
+                    program=graph.program(list(range(len(tasks)))), task_graph=graph)
 
 
 def read_trace(data: bytes, file: str) -> Trace:
@@ -459,10 +459,10 @@ def program_to_trace(w: Workload, steps: tuple[Step, ...], ndims: int, *,
 
 
 def graph_to_trace(w: Workload, ndims: int, *, duration_s: Callable[[Compute], float] | None = None) -> Trace:
-    """A workload with a task graph (``Workload.graph``) as a Chakra trace of that graph: its precedence as
+    """A workload with a task graph (``Workload.task_graph``) as a Chakra trace of that graph: its precedence as
     control dependencies and each collective depending on all its releasing tasks, so that the order of
     the tasks stays free; written in the workload's program order. Node ids as ``program_to_trace``'s."""
-    g = w.graph
+    g = w.task_graph
     assert g is not None and w.program is not None
     names = [s.name for s in w.program]
     pos_of = {}

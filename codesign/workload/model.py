@@ -14,7 +14,7 @@ A workload's iteration is its ``parallelism``'s training loop over the layers
 tasks of one iteration in program order, each with the collectives it releases and the task that waits
 for each. ASTRA-sim's hybrid, model-parallel and Transformer loops (``workload.astra``) and the pipeline
 schedules of the LLM builder (``workload.llm``) are given that way. A workload imported from a task graph
-(a Chakra execution trace, ``workload.chakra``) also carries its ``graph``: the precedence its compute tasks
+(a Chakra execution trace, ``workload.chakra``) also carries its ``task_graph``: the precedence its compute tasks
 must keep, so that their order on the NPU, one at a time, is a decision (``milp/compute_order.py``) and
 its ``program`` one order of the graph.
 """
@@ -184,7 +184,7 @@ class Workload:
     #: the iteration as explicit steps (None: ``parallelism``'s loop over ``layers``)
     program: tuple[Step, ...] | None = None
     #: the task graph the program is one order of (None: the program order is given, not chosen)
-    graph: TaskGraph | None = None
+    task_graph: TaskGraph | None = None
 
     def graph(self) -> nx.DiGraph:
         """The layer graph: a node per layer (attribute ``layer``), edges in forward data-flow order."""
