@@ -8,11 +8,17 @@ disjunctive MILP on HiGHS: minimize the makespan of one iteration, with
 - every task of duration d_j (its time alone at the full NPU, ``platform.costs.compute_time_terms``)
   starting after its predecessors end;
 - every collective taking its communication bound t_c: its chunk-phases one after another at link speed
-  on their dimensions (``CollectiveDemands.phase_link_s``), the least time it takes under any design and
-  any overlap; a task awaiting it starts t_c after the last task releasing it ends, and the iteration
-  ends no earlier than each collective does;
+  on their dimensions (``CollectiveDemands.phase_link_s``), the least time it takes alone under any
+  design; a task awaiting it starts t_c (plus the collective's delay) after the last task releasing it
+  ends, and the iteration ends no earlier than each collective does;
 - one task at a time: for each pair of tasks the graph leaves unordered, a binary chooses which goes
-  first (big-M disjunction).
+  first (big-M disjunction);
+- one collective at a time on a dimension: two collectives that share a dimension are served one after
+  the other, whole (the master MILP's abstraction, ``milp/master.py``), a binary choosing which first.
+
+An order is scored by the same model with the collectives served in the order they are released
+(``makespan``): the trace's order, a list schedule and the MILP's order are scored alike, and the best
+is kept.
 
 The status is honest: ``optimal`` when HiGHS proves the order best for this makespan, ``feasible`` when
 its time limit stopped it with an order, and ``heuristic`` when the graph has more unordered pairs than
@@ -51,7 +57,7 @@ class ComputeOrder:
     pairs: int
 
     def note(self) -> str:
-        how = {"optimal": "optimal (MILP)", "feasible": "feasible (MILP stopped at its time limit)",
+        how = {"optimal": "optimal (MILP)", "feasible": "feasible (not proven optimal)",
                "heuristic": "heuristic (list schedule: " + (f"over {MAX_PAIRS} unordered task pairs)"
                                                            if self.pairs > MAX_PAIRS else "the MILP found no order in its time)"),
                "fixed": "fixed by the graph's precedence"}[self.status]
@@ -61,10 +67,19 @@ class ComputeOrder:
 
 
 @dataclass(frozen=True)
+class _Comm:
+    after: tuple[int, ...]   # tasks that release it (the last to end does)
+    before: tuple[int, ...]  # tasks that wait for it in the same iteration
+    t: float                 # its communication bound (s): link time of its phases, one after another
+    delay: float             # after it ends, before a waiting task may start (s)
+    dims: frozenset[int]     # the dimensions it occupies
+
+
+@dataclass(frozen=True)
 class _Instance:
-    d: tuple[float, ...]                              # task durations (s)
+    d: tuple[float, ...]                       # task durations (s)
     preds: tuple[tuple[int, ...], ...]
-    comms: tuple[tuple[tuple[int, ...], tuple[int, ...], float], ...]  # (after, before, t_c)
+    comms: tuple[_Comm, ...]
 
 
 def _instance(problem: Problem, g: TaskGraph) -> _Instance:
@@ -73,29 +88,32 @@ def _instance(problem: Problem, g: TaskGraph) -> _Instance:
     comms = []
     for c in g.comms:
         dem = collective_demands(c.comm, problem.topology, problem.engine, 1)
-        comms.append((c.after, c.before, sum(dem.phase_link_s) + c.delay_s))
+        comms.append(_Comm(c.after, c.before, sum(dem.phase_link_s), c.delay_s, frozenset(dem.phase_dims)))
     return _Instance(d, g.preds, tuple(comms))
 
 
 def makespan(inst: _Instance, order: tuple[int, ...] | list[int]) -> float:
     """One iteration's makespan (s) with the tasks run in ``order``, each as early as the NPU, its
-    predecessors and the collectives it awaits allow."""
+    predecessors and the collectives it awaits allow, and the collectives served in the order they are
+    released, one at a time on each dimension."""
     end = [0.0] * len(inst.d)
     ready = [0.0] * len(inst.d)  # when the collectives a task awaits have ended
     pos = {t: i for i, t in enumerate(order)}
-    released: list[list[tuple[int, float]]] = [[] for _ in inst.d]  # per task: (collective, t_c) it releases last
-    for k, (after, _, t) in enumerate(inst.comms):
-        released[max(after, key=pos.__getitem__)].append((k, t))
-    span = 0.0
-    now = 0.0
+    released: list[list[_Comm]] = [[] for _ in inst.d]  # per task: the collectives it releases last
+    for c in inst.comms:
+        released[max(c.after, key=pos.__getitem__)].append(c)
+    free: dict[int, float] = {}  # per dimension, when it is next free
+    span = now = 0.0
     for j in order:
         start = max([now, ready[j]] + [end[i] for i in inst.preds[j]])
         end[j] = now = start + inst.d[j]
-        for k, t in released[j]:
-            done = now + t
-            span = max(span, done)
-            for b in inst.comms[k][1]:
-                ready[b] = max(ready[b], done)
+        for c in released[j]:
+            done = max([now] + [free.get(x, 0.0) for x in c.dims]) + c.t
+            for x in c.dims:
+                free[x] = done
+            span = max(span, done + c.delay)
+            for b in c.before:
+                ready[b] = max(ready[b], done + c.delay)
     return max(span, now)
 
 
@@ -136,9 +154,9 @@ def list_schedule(inst: _Instance) -> tuple[int, ...]:
     tail = [0.0] * n
     for j in reversed(topo):
         best = max([tail[k] for k in succ[j]], default=0.0)
-        for after, before, t in inst.comms:
-            if j in after:
-                best = max(best, t + max([tail[b] for b in before], default=0.0))
+        for c in inst.comms:
+            if j in c.after:
+                best = max(best, c.t + c.delay + max([tail[b] for b in c.before], default=0.0))
         tail[j] = inst.d[j] + best
     done: set[int] = set()
     order: list[int] = []
@@ -161,23 +179,28 @@ def order_tasks(problem: Problem, g: TaskGraph, time_limit_s: float | None = Non
     free = [(i, j) for j in range(n) for i in range(j) if i not in anc[j] and j not in anc[i]]
     if not free:
         return ComputeOrder(trace, "fixed", base, base, 0)
+    shared = [(a, b) for b in range(len(inst.comms)) for a in range(b) if inst.comms[a].dims & inst.comms[b].dims]
     heur = list_schedule(inst)
     best, best_span = min(((trace, base), (heur, makespan(inst, heur))), key=lambda x: x[1])
-    if len(free) > MAX_PAIRS:
+    if len(free) + len(shared) > MAX_PAIRS:
         return ComputeOrder(best, "heuristic", best_span, base, len(free))
     limit = min(TIME_LIMIT_S, problem.solver.time_limit_s) if time_limit_s is None else time_limit_s
-    order, status = _milp(inst, free, best, limit, problem)
+    order, status, bound = _milp(inst, free, shared, limit, problem)
     if order is None:  # HiGHS found no order in its time: the list schedule stands
         return ComputeOrder(best, "heuristic", best_span, base, len(free))
     span = makespan(inst, order)
-    if span > best_span * (1 + 1e-9):  # an unproven incumbent worse than the list schedule: keep that
-        return ComputeOrder(best, status, best_span, base, len(free))
-    return ComputeOrder(order, status, span, base, len(free))
+    if span > best_span:  # scored as the others are (first released, first served), a candidate beats it
+        order, span = best, best_span
+    # optimal only when HiGHS proved the MILP optimal and the order kept attains its optimum: the MILP also
+    # chooses the collectives' order, so its optimum bounds every task order from below
+    proven = status == "optimal" and bound is not None and span <= bound * (1 + 1e-6) + 1e-12
+    return ComputeOrder(order, "optimal" if proven else "feasible", span, base, len(free))
 
 
-def _milp(inst: _Instance, free: list[tuple[int, int]], start: tuple[int, ...], limit_s: float,
-          problem: Problem) -> tuple[tuple[int, ...] | None, str]:
-    """The disjunctive MILP (times in TIME_UNIT, as the master's), warm-started from ``start``'s schedule."""
+def _milp(inst: _Instance, free: list[tuple[int, int]], shared: list[tuple[int, int]], limit_s: float,
+          problem: Problem) -> tuple[tuple[int, ...] | None, str, float | None]:
+    """The disjunctive MILP (times in TIME_UNIT, as the master's): task starts ``s``, collective starts ``q``.
+    Returns the order of its incumbent, HiGHS's status and its proven lower bound on the makespan (s)."""
     import pyomo.environ as pyo
 
     from .highs import solve_model
@@ -185,36 +208,45 @@ def _milp(inst: _Instance, free: list[tuple[int, int]], start: tuple[int, ...], 
     u = 1.0 / TIME_UNIT
     d = [x * u for x in inst.d]
     n = len(d)
-    M = sum(d) + sum(t * u for *_, t in inst.comms) + 1.0
+    M = sum(d) + sum((c.t + c.delay) * u for c in inst.comms) + 1.0
     m = pyo.ConcreteModel()
     m.J = pyo.RangeSet(0, n - 1)
+    m.K = pyo.RangeSet(0, len(inst.comms) - 1)
     m.s = pyo.Var(m.J, bounds=(0, M))
+    m.q = pyo.Var(m.K, bounds=(0, M))
     m.C = pyo.Var(bounds=(0, M))
     m.P = pyo.Set(initialize=free, dimen=2)
-    m.x = pyo.Var(m.P, domain=pyo.Binary)   # x[i, j] = 1: i runs before j
+    m.x = pyo.Var(m.P, domain=pyo.Binary)   # x[i, j] = 1: task i runs before task j
+    m.S = pyo.Set(initialize=shared, dimen=2)
+    m.y = pyo.Var(m.S, domain=pyo.Binary)   # y[a, b] = 1: collective a is served before collective b
     m.cons = pyo.ConstraintList()
     for j, ps in enumerate(inst.preds):
         for i in ps:
             m.cons.add(m.s[j] >= m.s[i] + d[i])
         m.cons.add(m.C >= m.s[j] + d[j])
-    for after, before, t in inst.comms:
-        for a in after:
-            m.cons.add(m.C >= m.s[a] + d[a] + t * u)
-            for b in before:
-                m.cons.add(m.s[b] >= m.s[a] + d[a] + t * u)
+    t = [c.t * u for c in inst.comms]
+    for k, c in enumerate(inst.comms):
+        for a in c.after:
+            m.cons.add(m.q[k] >= m.s[a] + d[a])
+        for b in c.before:
+            m.cons.add(m.s[b] >= m.q[k] + t[k] + c.delay * u)
+        m.cons.add(m.C >= m.q[k] + t[k] + c.delay * u)
     for i, j in free:
         m.cons.add(m.s[j] >= m.s[i] + d[i] - M * (1 - m.x[i, j]))
         m.cons.add(m.s[i] >= m.s[j] + d[j] - M * m.x[i, j])
+    for a, b in shared:
+        m.cons.add(m.q[b] >= m.q[a] + t[a] - M * (1 - m.y[a, b]))
+        m.cons.add(m.q[a] >= m.q[b] + t[b] - M * m.y[a, b])
     m.obj = pyo.Objective(expr=m.C, sense=pyo.minimize)
     spec = dataclasses.replace(problem.solver, mip_gap=1e-6)
     st = solve_model(m, spec, time_limit_s=limit_s)
     if not st.has_solution:
-        return None, st.status
+        return None, st.status, None
     s = [pyo.value(m.s[j]) for j in range(n)]
     anc = _closure(inst.preds)
     # start times order the tasks; equal starts (zero-time tasks) keep precedence, then the trace's order
     order = tuple(sorted(range(n), key=lambda j: (round(s[j], 9), len(anc[j]), j)))
-    return order, ("optimal" if st.status == "optimal" else "feasible")
+    return order, st.status, (st.bound * TIME_UNIT if st.bound is not None else None)
 
 
 def with_compute_order(problem: Problem, time_limit_s: float | None = None) -> tuple[Problem, ComputeOrder | None]:
