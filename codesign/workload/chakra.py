@@ -334,6 +334,10 @@ def _convert(trace: Trace, name: str, sizes: tuple[int, ...], npu: int,
             consumers[c].append(base + t)
     comms = []
     ndims = len(sizes)
+    # collectives numbered by the task that releases them, then as the trace lists them: the numbering a
+    # program gives (step by step), so that a trace written from a program reads back in the same order
+    rank = {c: i for i, c in enumerate(comm_ids)}
+    comm_ids.sort(key=lambda c: (max((base + u for u in up_task[c]), default=0), rank[c]))
     for c in comm_ids:
         n = by_id[c]
         if n.type == COLL:
