@@ -350,10 +350,14 @@ def test_every_npu_gets_a_file_and_flops_keep_a_duration_for_other_readers(tmp_p
     assert fwd.attr("num_ops").value == 1.2e9 and fwd.duration_micros == 10  # 1.2 GFLOP at 120 TFLOP/s
 
 
-def test_the_example_orders_the_trace_better_than_its_own_order(tmp_path):
+def test_the_example_orders_the_trace_better_than_its_own_order_and_prints_what_the_docs_show(tmp_path, capsys):
+    import re
     import runpy
     mod = runpy.run_path(str(ROOT / "examples" / "chakra_trace.py"))
     sol = mod["main"](tmp_path)
+    printed = capsys.readouterr().out.splitlines()
+    shown = re.search(r"It prints:\n\n((?:    .*\n)+)", (ROOT / "docs" / "chakra.md").read_text()).group(1)
+    assert [line[4:] for line in shown.splitlines()] == printed
     problem = load_problem(tmp_path / "chakra_mlp.yaml")
     traced = simulate(problem, design_of(problem.engine, sol.choice)).period_s
     assert sol.status == "optimal" and sol.iteration_time_s < traced
