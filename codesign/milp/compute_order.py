@@ -55,11 +55,11 @@ class ComputeOrder:
     makespan_s: float
     trace_makespan_s: float
     pairs: int
+    why: str = ""  # heuristic: why the MILP did not decide
 
     def note(self) -> str:
         how = {"optimal": "optimal (MILP)", "feasible": "feasible (not proven optimal)",
-               "heuristic": "heuristic (list schedule: " + (f"over {MAX_PAIRS} unordered task pairs)"
-                                                           if self.pairs > MAX_PAIRS else "the MILP found no order in its time)"),
+               "heuristic": f"heuristic (list schedule: {self.why})",
                "fixed": "fixed by the graph's precedence"}[self.status]
         return (f"compute order {how}: one iteration's makespan under the communication bound "
                 f"{format_quantity(self.makespan_s, SECONDS)}, trace order {format_quantity(self.trace_makespan_s, SECONDS)}"
@@ -117,54 +117,49 @@ def makespan(inst: _Instance, order: tuple[int, ...] | list[int]) -> float:
     return max(span, now)
 
 
-def _closure(preds: tuple[tuple[int, ...], ...]) -> list[set[int]]:
-    """Per task, every task that must precede it (preds are given in a topological numbering or not:
-    a depth-first walk)."""
-    n = len(preds)
-    anc: list[set[int] | None] = [None] * n
-
-    def walk(j: int) -> set[int]:
-        stack = [(j, iter(preds[j]))]
-        while stack:
-            v, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                stack.pop()
-                acc: set[int] = set()
-                for p in preds[v]:
-                    acc |= anc[p] | {p}  # type: ignore[operator]
-                anc[v] = acc
-            elif anc[nxt] is None:
-                stack.append((nxt, iter(preds[nxt])))
-        return anc[j]  # type: ignore[return-value]
-
-    return [anc[j] if anc[j] is not None else walk(j) for j in range(n)]
+def _ancestors(preds: tuple[tuple[int, ...], ...]) -> list[int]:
+    """Per task, the set of tasks that must precede it, as a bit set (bit i: task i). Tasks are numbered in
+    a topological order (``TaskGraph``: every predecessor has a lower index), so one pass suffices; bit sets
+    keep a trace of thousands of tasks at a few megabytes."""
+    anc: list[int] = []
+    for j, ps in enumerate(preds):
+        a = 0
+        for i in ps:
+            a |= anc[i] | (1 << i)
+        anc.append(a)
+    return anc
 
 
 def list_schedule(inst: _Instance) -> tuple[int, ...]:
     """A serial list schedule: of the tasks whose predecessors have run, the one with the longest path to
     the iteration's end (durations plus communication bounds) first; ties by index (the trace's order)."""
+    import heapq
     n = len(inst.d)
     succ: list[list[int]] = [[] for _ in range(n)]
     for j, ps in enumerate(inst.preds):
         for i in ps:
             succ[i].append(j)
-    anc = _closure(inst.preds)
-    topo = sorted(range(n), key=lambda j: len(anc[j]))  # fewer ancestors first: a topological order
+    releases: list[list[_Comm]] = [[] for _ in range(n)]
+    for c in inst.comms:
+        for a in c.after:
+            releases[a].append(c)
     tail = [0.0] * n
-    for j in reversed(topo):
+    for j in reversed(range(n)):  # successors have higher indices: their tails are known
         best = max([tail[k] for k in succ[j]], default=0.0)
-        for c in inst.comms:
-            if j in c.after:
-                best = max(best, c.t + c.delay + max([tail[b] for b in c.before], default=0.0))
+        for c in releases[j]:
+            best = max(best, c.t + c.delay + max([tail[b] for b in c.before], default=0.0))
         tail[j] = inst.d[j] + best
-    done: set[int] = set()
+    waiting = [len(set(ps)) for ps in inst.preds]
+    ready = [(-tail[j], j) for j in range(n) if not waiting[j]]
+    heapq.heapify(ready)
     order: list[int] = []
-    while len(order) < n:
-        ready = [j for j in range(n) if j not in done and all(i in done for i in inst.preds[j])]
-        j = max(ready, key=lambda k: (tail[k], -k))
+    while ready:
+        _, j = heapq.heappop(ready)
         order.append(j)
-        done.add(j)
+        for k in succ[j]:
+            waiting[k] -= 1
+            if not waiting[k]:
+                heapq.heappush(ready, (-tail[k], k))
     return tuple(order)
 
 
@@ -175,26 +170,30 @@ def order_tasks(problem: Problem, g: TaskGraph, time_limit_s: float | None = Non
     n = len(inst.d)
     trace = tuple(range(n))
     base = makespan(inst, trace)
-    anc = _closure(inst.preds)
-    free = [(i, j) for j in range(n) for i in range(j) if i not in anc[j] and j not in anc[i]]
-    if not free:
+    anc = _ancestors(inst.preds)
+    n_free = n * (n - 1) // 2 - sum(a.bit_count() for a in anc)  # pairs neither of which must precede the other
+    if not n_free:
         return ComputeOrder(trace, "fixed", base, base, 0)
-    shared = [(a, b) for b in range(len(inst.comms)) for a in range(b) if inst.comms[a].dims & inst.comms[b].dims]
     heur = list_schedule(inst)
     best, best_span = min(((trace, base), (heur, makespan(inst, heur))), key=lambda x: x[1])
-    if len(free) + len(shared) > MAX_PAIRS:
-        return ComputeOrder(best, "heuristic", best_span, base, len(free))
+    too_many = f"more than the MILP's {MAX_PAIRS} pairs to order"
+    if n_free > MAX_PAIRS:
+        return ComputeOrder(best, "heuristic", best_span, base, n_free, too_many)
+    free = [(i, j) for j in range(n) for i in range(j) if not anc[j] >> i & 1]
+    shared = [(a, b) for b in range(len(inst.comms)) for a in range(b) if inst.comms[a].dims & inst.comms[b].dims]
+    if n_free + len(shared) > MAX_PAIRS:  # collectives sharing a dimension are pairs to order too
+        return ComputeOrder(best, "heuristic", best_span, base, n_free, too_many)
     limit = min(TIME_LIMIT_S, problem.solver.time_limit_s) if time_limit_s is None else time_limit_s
     order, status, bound = _milp(inst, free, shared, limit, problem)
     if order is None:  # HiGHS found no order in its time: the list schedule stands
-        return ComputeOrder(best, "heuristic", best_span, base, len(free))
+        return ComputeOrder(best, "heuristic", best_span, base, n_free, "the MILP found no order in its time")
     span = makespan(inst, order)
     if span > best_span:  # scored as the others are (first released, first served), a candidate beats it
         order, span = best, best_span
     # optimal only when HiGHS proved the MILP optimal and the order kept attains its optimum: the MILP also
     # chooses the collectives' order, so its optimum bounds every task order from below
     proven = status == "optimal" and bound is not None and span <= bound * (1 + 1e-6) + 1e-12
-    return ComputeOrder(order, "optimal" if proven else "feasible", span, base, len(free))
+    return ComputeOrder(order, "optimal" if proven else "feasible", span, base, n_free)
 
 
 def _milp(inst: _Instance, free: list[tuple[int, int]], shared: list[tuple[int, int]], limit_s: float,
@@ -243,9 +242,8 @@ def _milp(inst: _Instance, free: list[tuple[int, int]], shared: list[tuple[int, 
     if not st.has_solution:
         return None, st.status, None
     s = [pyo.value(m.s[j]) for j in range(n)]
-    anc = _closure(inst.preds)
-    # start times order the tasks; equal starts (zero-time tasks) keep precedence, then the trace's order
-    order = tuple(sorted(range(n), key=lambda j: (round(s[j], 9), len(anc[j]), j)))
+    # start times order the tasks; equal starts (zero-time tasks) keep the trace's order, which is topological
+    order = tuple(sorted(range(n), key=lambda j: (round(s[j], 9), j)))
     return order, st.status, (st.bound * TIME_UNIT if st.bound is not None else None)
 
 

@@ -130,8 +130,8 @@ class GraphComm:
 
 @dataclass(frozen=True)
 class TaskGraph:
-    """An iteration as a graph: compute ``tasks`` (steps without issues), ``preds[j]`` the tasks that must
-    end before task j starts, and the collectives. One NPU runs one task at a time, so an iteration is an
+    """An iteration as a graph: compute ``tasks`` (steps without issues) numbered in a topological order,
+    ``preds[j]`` the tasks that must end before task j starts (all numbered below j), and the collectives. One NPU runs one task at a time, so an iteration is an
     order of the tasks that keeps ``preds`` (and puts every collective's ``after`` before its ``before``);
     ``program(order)`` is that iteration as a program. ``decided`` says how the workload's program order
     was chosen, once it has been (``milp/compute_order.py``); empty while it is the trace's own order."""
@@ -140,6 +140,12 @@ class TaskGraph:
     preds: tuple[tuple[int, ...], ...]
     comms: tuple[GraphComm, ...]
     decided: str = ""
+
+    def __post_init__(self) -> None:
+        # tasks are numbered in a topological order (the trace order): the ordering code relies on it
+        for j, ps in enumerate(self.preds):
+            if any(not 0 <= i < j for i in ps):
+                raise ValueError(f"task {self.tasks[j].name!r}: its predecessors must come before it in the numbering")
 
     def program(self, order: tuple[int, ...] | list[int]) -> tuple[Step, ...]:
         """The tasks in ``order`` (a permutation of their indices) with each collective issued by the last of
