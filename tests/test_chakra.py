@@ -362,3 +362,37 @@ def test_the_example_orders_the_trace_better_than_its_own_order_and_prints_what_
     traced = simulate(problem, design_of(problem.engine, sol.choice)).period_s
     assert sol.status == "optimal" and sol.iteration_time_s < traced
     assert any(n.startswith("compute order optimal (MILP)") for n in sol.notes)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=64))
+def test_any_bytes_are_a_trace_or_one_wire_error(data):
+    from codesign.workload.chakra_wire import WireError
+    try:
+        decode(data)
+    except WireError:
+        pass
+
+
+small_attrs = st.lists(st.sampled_from(["comm_type", "comm_size", "involved_dim", "is_cpu_op", "num_ops",
+                                        "tensor_size", "pg_name", "comm_dst", "comm_src", "codesign.next_wait",
+                                        "codesign.time_s", "codesign.dims"]).flatmap(
+    lambda name: st.sampled_from(sorted(attr_values)).flatmap(
+        lambda k: attr_values[k].map(lambda v: Attr(name, k, v)))), max_size=3).map(tuple)
+messy_nodes = st.lists(st.builds(Node, id=st.integers(0, 6), name=st.text(max_size=3), type=st.integers(0, 8),
+                                 ctrl_deps=st.lists(st.integers(0, 7), max_size=2).map(tuple),
+                                 data_deps=st.lists(st.integers(0, 7), max_size=2).map(tuple),
+                                 duration_micros=st.integers(0, 10**6), attrs=small_attrs), max_size=6).map(tuple)
+
+
+@settings(max_examples=150, deadline=None)
+@given(messy_nodes)
+def test_any_graph_of_nodes_is_a_workload_or_one_spec_error(nodes):
+    from codesign.workload.chakra import trace_to_workload
+    try:
+        w = trace_to_workload(Trace("0.0.4", (), nodes), file="x.0.et", name="x", dim_sizes=(2, 2),
+                              groups={"dp": (1,)})
+    except SpecError as e:
+        assert e.file == "x.0.et" and "\n" not in str(e)
+    else:
+        build_iteration(w)
