@@ -142,7 +142,7 @@ def test_collectives_without_compute_before_them_start_the_iteration(tmp_path):
     a zero-time first task; a collective that depends on another is released with it."""
     nodes = (coll(0, "ar1", 2**20, ()), coll(1, "ar2", 2**20, (0,)), comp(2, "use", 3, (1,)))
     w = load_problem(write(tmp_path, nodes)).workload
-    assert [(s.name, s.kind, s.demand.time_s) for s in w.program] == [("(start)", "idle", 0.0), ("use", "compute", 3e-6)]
+    assert [(s.name, s.kind, s.demand.empty) for s in w.program] == [("(start)", "idle", True), ("use", "compute", False)]
     it = build_iteration(w)
     assert [(c.name, c.issue_after, c.wait_before, c.next_iteration) for c in it.comms] == \
         [("ar1", 0, 1, False), ("ar2", 0, 1, False)]
@@ -323,7 +323,7 @@ def _same_iteration(p: Any, q: Any) -> None:
 
 
 @pytest.mark.parametrize("problem", ["quickstart.yaml", "astra/mlp_hybrid_data_model_ace_torus3d.yaml",
-                                     "resnet50_ace_torus3d.yaml"])
+                                     "resnet50_ace_torus3d.yaml", "llm/gpt_7b_ace_64npu.yaml"])
 def test_a_workload_written_as_a_trace_and_read_back_is_the_same(tmp_path, capsys, problem):
     src = ROOT / "problems" / problem
     assert main(["export-chakra", str(src), "--out", str(tmp_path), "--name", "w"]) == 0

@@ -143,6 +143,8 @@ def _demand(node: Node) -> Compute:
         hbm = _real(node, PRIVATE + "hbm_bytes")
         return Compute(flops=float(_int(node, "num_ops")) if flops is None else flops,
                        hbm_bytes=float(_int(node, "tensor_size", default=0)) if hbm is None else hbm)
+    if not node.duration_micros:
+        return Compute()  # no cost at all (as a step that only waits is written)
     return Compute(time_s=node.duration_micros * 1e-6)
 
 
@@ -320,13 +322,13 @@ def _convert(trace: Trace, name: str, sizes: tuple[int, ...], npu: int,
     preds: list[tuple[int, ...]] = []
     base = len(start)
     if start:
-        tasks.append(Step("(start)", layer("(start)"), "idle", Compute(time_s=0.0)))
+        tasks.append(Step("(start)", layer("(start)"), "idle", Compute()))
         preds.append(())
     for i, t in sorted(task_of.items(), key=lambda kv: kv[1]):
         n = by_id[i]
         label = n.name or f"node{n.id}"
-        tasks.append(Step(label, layer(_text(n, PRIVATE + "layer") or label), _text(n, PRIVATE + "kind") or "compute",
-                          _demand(n)))
+        own = -1 if _flag(n, PRIVATE + "no_layer") else layer(_text(n, PRIVATE + "layer") or label)
+        tasks.append(Step(label, own, _text(n, PRIVATE + "kind") or "compute", _demand(n)))
         preds.append(tuple(sorted({base + u for u in up_task[i]} | ({0} if start else set()))))
     consumers: dict[int, list[int]] = {c: [] for c in comm_ids}
     for i, t in task_of.items():
@@ -392,8 +394,12 @@ def _comp_node(nid: int, st: Step, layer: str | None, ctrl: tuple[int, ...], dat
     attrs: list[Attr] = [Attr("is_cpu_op", "bool_val", False), Attr(PRIVATE + "kind", "string_val", st.kind)]
     if layer is not None:
         attrs.append(Attr(PRIVATE + "layer", "string_val", layer))
+    else:  # a step of no layer (an optimizer step, a pipeline's idle wait)
+        attrs.append(Attr(PRIVATE + "no_layer", "bool_val", True))
     micros = 0
-    if d.time_s is not None:
+    if d.time_s is None and d.flops is None and d.hbm_bytes is None:
+        pass  # no cost given (a step that only waits): none written
+    elif d.time_s is not None:
         micros = round(d.time_s * 1e6)
         attrs.append(Attr(PRIVATE + "time_s", "double_val", float(d.time_s)))
     else:
@@ -487,7 +493,7 @@ def graph_to_trace(w: Workload, ndims: int, *, duration_s: Callable[[Compute], f
     out: list[Node] = []
     for j in range(len(g.tasks)):
         t = task_at[j]
-        out.append(_comp_node(2 * j, g.tasks[t], layer_name[g.tasks[t].layer],
+        out.append(_comp_node(2 * j, g.tasks[t], layer_name[g.tasks[t].layer] if g.tasks[t].layer >= 0 else None,
                               tuple(sorted(2 * pos_of[p] for p in g.preds[t])), tuple(sorted(waits[j])), duration_s))
         out += [n for at, n in colls if at == 2 * j]
     return Trace(VERSION, (Attr(PRIVATE + "workload", "string_val", w.name),), tuple(out))
