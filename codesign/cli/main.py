@@ -54,7 +54,8 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--confine", action="store_true", help=CONFINE_HELP + "; with --astra-*, the working folder's")
     from .explore import register as register_sweep  # sweep | pareto | shadow
     from .study import register as register_reproduce  # reproduce
-    ap.set_defaults(more_handlers={**register_sweep(sub), **register_reproduce(sub)})
+    from .chakra import register as register_chakra  # export-chakra
+    ap.set_defaults(more_handlers={**register_sweep(sub), **register_reproduce(sub), **register_chakra(sub)})
     return ap
 
 
@@ -67,6 +68,7 @@ def _solve(args: argparse.Namespace) -> int:
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise_usage("--time-limit must be a positive number of seconds")
     problem = load_problem(args.problem, solver_profile=args.solver, confine=args.confine)
+    problem = _compute_ordered(problem)
     if args.refine < 0 or not math.isfinite(args.refine):
         raise_usage("--refine must be a non-negative number of seconds")
     out = output_dir(args.out) if args.out else None  # a wrong --out is found now, not after the solve
@@ -96,6 +98,15 @@ def _solve(args: argparse.Namespace) -> int:
     if val is not None and val.flagged:
         print(f"codesign: warning: {val.warning()}", file=sys.stderr)
     return 0
+
+
+def _compute_ordered(problem: Any) -> Any:
+    """A task graph's workload (a Chakra trace) in the compute order the solver chooses (milp/compute_order.py),
+    so that what is solved, replayed and reported is the same program; any other problem as it is."""
+    if problem.workload.task_graph is None:
+        return problem
+    from ..milp.compute_order import with_compute_order
+    return with_compute_order(problem)[0]
 
 
 def raise_usage(msg: str) -> None:
@@ -144,7 +155,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if args.iterations < 4:
         raise_usage("--iterations must be at least 4 (two to settle, two to measure)")
-    problem = load_problem(args.problem, confine=args.confine)
+    problem = _compute_ordered(load_problem(args.problem, confine=args.confine))
     confine_to = Path(args.problem).resolve().parent if args.confine else None
     design, order = design_and_order(problem, args.solution, confine_to=confine_to)
     problem = network_at(problem, args.solution, confine_to=confine_to)  # open bandwidths: the solution's
@@ -159,6 +170,8 @@ def _simulate(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
     else:
         print(simulation_summary(problem, design, res))
+        if problem.workload.task_graph is not None:
+            print(f"note: {problem.workload.task_graph.decided}")
     return 0
 
 

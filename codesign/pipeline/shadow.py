@@ -36,6 +36,7 @@ from pyomo.contrib.solver.common.results import TerminationCondition as TC
 from pyomo.repn import generate_standard_repn
 
 from ..errors import SolverError, SpecError
+from ..milp.compute_order import with_compute_order
 from ..milp.data import TIME_UNIT, model_data
 from ..milp.master import nominal_compute_us
 from ..milp.platform import build_platform_lp, realized_durations
@@ -230,6 +231,7 @@ def _duals(plat: _Platform, m0: pyo.ConcreteModel) -> dict[str, float]:
 def platform_duals(problem: Problem, solution: Solution) -> dict[str, float]:
     """The constraint duals of the platform LP at ``solution``'s design and order, by constraint name
     (us of period per us of right-hand side): what ``Solution.duals`` keeps."""
+    problem, _ = with_compute_order(problem)  # a task graph's program in the order ``solve`` chose
     problem = at_design(problem, solution.choice)  # the network at the solution's bandwidths
     plat = _Platform(problem, solution)
     return _duals(plat, plat.lp(problem))
@@ -239,6 +241,7 @@ def shadow_prices(problem: Problem, solution: Solution, *, only: list[str] | Non
     """The price of every resource (or of the param paths in ``only``) at ``solution``'s design and order,
     from the platform LP's duals (``solution.duals`` when the solve kept them)."""
     costs = step_costs(problem, solution.choice)
+    problem, _ = with_compute_order(problem)  # a task graph's program in the order ``solve`` chose
     problem = at_design(problem, solution.choice)  # the network at the solution's bandwidths, held fixed
     plat = _Platform(problem, solution)
     m0 = plat.lp(problem)

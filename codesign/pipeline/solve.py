@@ -27,6 +27,7 @@ from typing import Callable
 import pyomo.environ as pyo
 
 from ..errors import InfeasibleError, SolverError
+from ..milp.compute_order import with_compute_order
 from ..milp.data import TIME_UNIT, ModelData, check_ranges, model_data
 from ..milp.master import Evaluation, Master, unusable
 from ..platform.endpoint import Design, Engine, design_area_mm2, design_of, design_power_w
@@ -170,6 +171,7 @@ def build(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     (with ``extra`` applied). The arguments are ``solve``'s; the time limit counts from ``started``."""
     t0 = time.perf_counter() if started is None else started
     precheck(problem)
+    problem, _ = with_compute_order(problem)  # a task graph's compute order, before the design search
     limit = time_limit if time_limit is not None else problem.solver.time_limit_s
     md = model_data(problem)
     check_ranges(md, set(unusable(problem.engine)))
@@ -343,6 +345,9 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
     if status == "time_limit":
         notes.append(f"time limit reached: the design is the best found, within {100 * _gap(objective, bound):.2f}% of "
                      "the bound, not proven optimal")
+    g = p.workload.task_graph
+    if g is not None and g.decided:  # the design's status is about the program in this compute order
+        notes.append(g.decided + "; the design search runs that order")
     net = p.network
     ranged = [f"{d} ({p.topology.dims[d].name})" for d, t in enumerate(net.tolerance) if t is not None] if net else []
     continuous = None

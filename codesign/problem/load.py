@@ -21,9 +21,10 @@ from ..platform.topology import ALGORITHMS, KINDS, Dim, Topology
 from ..spec import units as U
 from ..spec.readers import (Ctx, boolean, choice, items, join_path, kind_of, line_of, number, quantity, section,
                             text, value_with_unit)
-from ..spec.files import UnreadableFile
+from ..spec.files import UnreadableFile, read_user_bytes
 from ..spec.yamlfile import YMap, load_yaml
 from ..workload.astra import astra_to_workload, parse_astra_workload
+from ..workload.chakra import read_trace, trace_path, trace_to_workload
 from ..workload.gnmt import gnmt
 from ..workload.llm import llm
 from ..workload.model import COLLECTIVES, PARALLELISMS, Comm, Compute, Layer, Workload
@@ -123,6 +124,54 @@ def _built(ctx: Ctx, m: YMap, sizes: tuple[int, ...]) -> Workload:
         raise ctx.error("workload.args", f"{name}: {shown(str(e), 200)[1:-1]}", line_of(m, "args")) from None
 
 
+def _chakra(ctx: Ctx, m: YMap, sizes: tuple[int, ...]) -> Workload:
+    """``workload: {chakra: PATH, npu: N, groups: {GROUP: [dims]}}``: one NPU's Chakra execution trace
+    (``workload.chakra``; docs/chakra.md): PATH is a ``.et`` file, a folder with one ``*.N.et``, or the prefix
+    of ``PATH.N.et``; ``groups`` places the trace's process groups (``pg_name`` / ``comm_group``) on
+    topology dimensions, for collectives without ``involved_dim``."""
+    for k in ("astra", "builder", "args", "layers", "parallelism", "last_bottom_layer", "clock"):
+        if k in m:
+            raise ctx.error(join_path("workload", k), "not allowed with 'chakra' (the trace sets the workload)",
+                            line_of(m, k))
+    src = m["chakra"]
+    if not isinstance(src, str) or not src:
+        raise ctx.error("workload.chakra", f"expected the path of a trace file, folder or prefix, got {kind_of(src)}",
+                        line_of(m, "chakra"))
+    npus = 1
+    for s in sizes:
+        npus *= s
+    rank = int(number(ctx, m["npu"], "workload.npu", line_of(m, "npu"), integer=True, lo=0, hi=npus - 1)) \
+        if "npu" in m else None
+    groups = None
+    if "groups" in m:
+        g = m["groups"]
+        if not isinstance(g, dict) or not g:
+            raise ctx.error("workload.groups", f"expected a mapping of process group to a list of dimension "
+                            f"indices, got {kind_of(g)}", line_of(m, "groups"))
+        groups = {}
+        for name, dl in g.items():
+            gp = f"workload.groups.{str(name)[:40]}"
+            if not isinstance(dl, list) or not dl:
+                raise ctx.error(gp, f"expected a non-empty list of dimension indices, got {kind_of(dl)}",
+                                line_of(g, name))
+            dims = tuple(int(number(ctx, d, f"{gp}[{i}]", line_of(dl, i), integer=True, lo=0, hi=len(sizes) - 1))
+                         for i, d in enumerate(dl))
+            if len(set(dims)) != len(dims):
+                raise ctx.error(gp, "a dimension is listed twice", line_of(g, name))
+            groups[str(name)] = dims
+    try:
+        file = trace_path(ctx.dir / src, rank)
+    except ValueError as e:
+        raise ctx.error("workload.chakra", f"{shown(src)}: {e}", line_of(m, "chakra")) from None
+    try:
+        data = read_user_bytes(file, what="Chakra trace", confine_to=ctx.confine_to)
+    except UnreadableFile as e:
+        raise ctx.error("workload.chakra", f"{shown(src)}: {e.detail}", line_of(m, "chakra")) from None
+    return trace_to_workload(read_trace(data, str(file)), file=str(file), dim_sizes=sizes,
+                             name=text(ctx, m, "name", "workload") or file.name.split(".")[0],
+                             npu=rank or 0, groups=groups)
+
+
 def _builder_arg(ctx: Ctx, kind: Any, v: Any, path: str, line: int | None) -> Any:
     """A builder's argument checked against its annotation, so that 'batch_per_npu: .inf' or 'true' is an
     error here rather than a workload of infinite or boolean sizes: int, a whole number in [0, 2^31];
@@ -151,7 +200,13 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap, sizes: tuple[int, ...] | N
     path = "workload"
     sizes = tuple(sizes) if sizes is not None else (2,) * ndims
     m = section(ctx, w, path, ("astra", "clock", "name", "parallelism", "layers", "last_bottom_layer", "builder",
-                               "args"), parent=top, key="workload")
+                               "args", "chakra", "npu", "groups"), parent=top, key="workload")
+    if "chakra" in m:
+        return _chakra(ctx, m, sizes)
+    for k in ("npu", "groups"):
+        if k in m:
+            raise ctx.error(join_path(path, k), "goes with 'chakra' (a trace's NPU and its process groups)",
+                            line_of(m, k))
     if "builder" in m:
         return _built(ctx, m, sizes)
     if "args" in m:
