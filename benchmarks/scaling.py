@@ -11,13 +11,16 @@ in two fresh processes, one after the other:
 - **simulate**: load the problem and replay the chosen design once (what ``codesign simulate
   --solution`` does).
 
+``--split`` also prints where the solve's time went: the evaluations' replays, the HiGHS runs, building
+the master in Pyomo and compiling it into highspy (``Split``), and the rest.
+
 Each process reports its phases' wall times (s); the parent measures the process's whole wall time
 (interpreter start and imports included) and its peak resident set (GNU ``/usr/bin/time``'s %M; MB =
 2^20 bytes). ``--cli`` also times the command a user types, ``codesign solve FILE``, for files.
 
     python benchmarks/scaling.py                       # the default grid (about 5 minutes on 2 cores)
     python benchmarks/scaling.py --layers 1000 --npus 4096 --chunks 4
-    python benchmarks/scaling.py --files problems/scale/synthetic500_ace_1024npu.yaml --cli --repeat 3
+    python benchmarks/scaling.py --files problems/scale/synthetic500_ace_1024npu.yaml --cli --repeat 3 --split
     python benchmarks/scaling.py --plot docs/figures/scaling.png
 """
 from __future__ import annotations
@@ -55,7 +58,7 @@ def document(layers: int, npus: int, chunks: int) -> dict:
                    "update": "1 us", "weight_grad_comm": {"collective": "all_reduce", "bytes": f"{b} MiB"}})
     dims = [{"name": f"d{n}", "kind": k, "size": s, "links": lk, "bandwidth": f"{bw} GB/s", "latency": f"{lat} ns"}
             for n, (k, s, lk, bw, lat) in enumerate(SHAPES[npus])]
-    opts = lambda key, vals, area, power: [{key: v, "area": f"{a} mm^2", "power": f"{w} W"}  # noqa: E731
+    opts = lambda key, vals, area, power: [{key: v, "area": f"{a} mm^2", "power": f"{w} W"}
                                             for v, a, w in zip(vals, area, power)]
     return {
         "name": f"scale-{layers}l-{npus}n-{chunks}c",
@@ -81,11 +84,38 @@ def _problem(spec: dict):
     return codesign.parse_problem(document(spec["layers"], spec["npus"], spec["chunks"]), "<scaling>")
 
 
+class Split:
+    """Wall time (s) spent in a few functions of a solve, by wrapping them: the replays of the design
+    search's evaluations, the HiGHS runs of the master, building the master in Pyomo, and compiling it
+    into highspy."""
+
+    def __init__(self) -> None:
+        from codesign.milp import highs, master
+        from codesign.pipeline import search
+        self.totals = {"replays_s": 0.0, "highs_s": 0.0, "build_s": 0.0, "compile_s": 0.0}
+        self.counts = {"replays_s": 0, "highs_s": 0, "build_s": 0, "compile_s": 0}
+        for owner, name, key in ((search.Search, "_evaluate", "replays_s"), (highs.CompiledModel, "solve", "highs_s"),
+                                 (master.Master, "__init__", "build_s"), (highs.CompiledModel, "__init__", "compile_s")):
+            setattr(owner, name, self._wrap(getattr(owner, name), key))
+
+    def _wrap(self, fn, key: str):
+        def timed(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                self.totals[key] += time.perf_counter() - t0
+                self.counts[key] += 1
+        return timed
+
+
 def solve_phase(spec: dict) -> dict:
-    """In a child: load, solve and validate; the phases' wall times (s) and what the solve found."""
+    """In a child: load, solve and validate; the phases' wall times (s), the solve's split (``Split``) and
+    what the solve found (period in ms, status, MIP gap, the any-order bound's gap for the design)."""
     t0 = time.perf_counter()
     import codesign
     from codesign.pipeline.validation import validate
+    split = Split()  # imports the solver's modules (Pyomo, highspy), as the solve would
     import_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     p = _problem(spec)
@@ -97,11 +127,12 @@ def solve_phase(spec: dict) -> dict:
     val = validate(p, s)
     validate_s = time.perf_counter() - t0
     return {"status": s.status, "period_ms": s.iteration_time_s * 1e3, "evaluations": s.evaluations,
-            "master_solves": s.master_solves, "choice": s.choice,
+            "master_solves": s.master_solves, "choice": s.choice, "gap": s.gap,
+            "any_order_gap": (s.iteration_time_s - s.any_order_bound_s) / s.iteration_time_s
+            if s.any_order_bound_s else None,
             "priority": [list(x) for x in s.priority] if s.priority else None,
-            "layers_in_problem": len(p.workload.layers), "npus_in_problem": p.topology.npus,
             "import_s": import_s, "load_s": load_s, "solve_s": solve_s, "validate_s": validate_s,
-            "validated_ms": val.simulated_s * 1e3}
+            **split.totals, "highs_runs": split.counts["highs_s"], "validated_ms": val.simulated_s * 1e3}
 
 
 def simulate_phase(spec: dict, choice: dict[str, int], priority: list | None) -> dict:
@@ -187,6 +218,7 @@ def main() -> int:
     ap.add_argument("--files", nargs="*", default=None, help="problem files to measure instead of synthetic cases")
     ap.add_argument("--cli", action="store_true", help="also time the whole 'codesign solve FILE' command (files)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per case; times are medians (default 1)")
+    ap.add_argument("--split", action="store_true", help="also print where the solve's time went")
     ap.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     ap.add_argument("--plot", metavar="PNG", help="draw time and memory against layers, NPUs and chunks")
     args = ap.parse_args()
@@ -198,7 +230,7 @@ def main() -> int:
     else:  # one axis at a time around 500 layers, 1024 NPUs, 4 chunks, and the target case
         grid = ([{"layers": l_, "npus": 1024, "chunks": 4} for l_ in (50, 100, 250, 500, 1000)]
                 + [{"layers": 500, "npus": n, "chunks": 4} for n in (64, 256, 4096)]
-                + [{"layers": 500, "npus": 1024, "chunks": c} for c in (1, 2, 8)]
+                + [{"layers": 500, "npus": 1024, "chunks": c} for c in (1, 8)]
                 + [{"layers": 1000, "npus": 4096, "chunks": 4}])
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} cores; each case in fresh processes, "
           f"{args.repeat} run(s) each (times: median); load average before: "
@@ -224,6 +256,13 @@ def main() -> int:
               f"{r['validate_s']:5.2f}s {r['solve_s'] + r['validate_s']:8.2f}s {r['solve_proc_s']:6.2f}s "
               f"{r['solve_peak_mb']:4.0f}MB {r['simulate_s']:7.2f}s {r['sim_proc_s']:6.2f}s {r['sim_peak_mb']:4.0f}MB "
               f"{r['events']:8d} {r['events_per_s'] / 1e6:5.2f}M{cli}", flush=True)
+        if args.split:
+            other = r["solve_s"] - r["replays_s"] - r["highs_s"] - r["build_s"] - r["compile_s"]
+            anyg = f"{100 * r['any_order_gap']:.2f}%" if r.get("any_order_gap") is not None else "-"
+            print(f"{'':28s}   solve: replays {r['replays_s']:.2f} s ({r['evaluations']}), HiGHS {r['highs_s']:.2f} s "
+                  f"({r['highs_runs']} runs), master build {r['build_s']:.2f} s, compile {r['compile_s']:.2f} s, "
+                  f"other {other:.2f} s; load {r['load_s']:.2f} s, import {r['import_s']:.2f} s; MIP gap "
+                  f"{100 * (r['gap'] or 0):.3f}%, any-order gap {anyg}", flush=True)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
