@@ -22,6 +22,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def num(x: str | None) -> float:
+    """A CSV cell as a number (an empty cell: 0)."""
+    return float(x) if x not in ("", None) else 0.0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="/tmp/study", help="the study's output folder (emptied first)")
@@ -49,7 +54,6 @@ def main() -> int:
     if (out / "hbm.csv").exists():
         with open(out / "hbm.csv", newline="") as f:
             hbm = list(csv.DictReader(f))
-    num = lambda x: float(x) if x not in ("", None) else 0.0  # noqa: E731
     groups: dict[tuple[str, str], list[dict]] = {}
     for c in cases:
         groups.setdefault((c["workload"], c["group"]), []).append(c)
