@@ -25,9 +25,10 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -48,7 +49,7 @@ def sources(rng: random.Random, paper: int = 12) -> dict[str, str]:
     out = {}
     for f in files:
         text = f.read_text()
-        text = re.sub(r"astra: ([^,}\s]+)", lambda m: f"astra: {(f.parent / m.group(1)).resolve()}", text)
+        text = re.sub(r"astra: ([^,}\s]+)", lambda m, f=f: f"astra: {(f.parent / m.group(1)).resolve()}", text)
         out[str(f.relative_to(ROOT))] = text
     return out
 

@@ -58,8 +58,8 @@ def document(layers: int, npus: int, chunks: int) -> dict:
                    "update": "1 us", "weight_grad_comm": {"collective": "all_reduce", "bytes": f"{b} MiB"}})
     dims = [{"name": f"d{n}", "kind": k, "size": s, "links": lk, "bandwidth": f"{bw} GB/s", "latency": f"{lat} ns"}
             for n, (k, s, lk, bw, lat) in enumerate(SHAPES[npus])]
-    opts = lambda key, vals, area, power: [{key: v, "area": f"{a} mm^2", "power": f"{w} W"}
-                                            for v, a, w in zip(vals, area, power)]
+    def opts(key, vals, area, power):
+        return [{key: v, "area": f"{a} mm^2", "power": f"{w} W"} for v, a, w in zip(vals, area, power)]
     return {
         "name": f"scale-{layers}l-{npus}n-{chunks}c",
         "workload": {"name": "synthetic", "parallelism": "data", "layers": ls},
@@ -95,7 +95,8 @@ class Split:
         self.totals = {"replays_s": 0.0, "highs_s": 0.0, "build_s": 0.0, "compile_s": 0.0}
         self.counts = {"replays_s": 0, "highs_s": 0, "build_s": 0, "compile_s": 0}
         for owner, name, key in ((search.Search, "_evaluate", "replays_s"), (highs.CompiledModel, "solve", "highs_s"),
-                                 (master.Master, "__init__", "build_s"), (highs.CompiledModel, "__init__", "compile_s")):
+                                 (master.Master, "__init__", "build_s"),
+                                 (highs.CompiledModel, "__init__", "compile_s")):
             setattr(owner, name, self._wrap(getattr(owner, name), key))
 
     def _wrap(self, fn, key: str):
@@ -178,7 +179,8 @@ def measure(spec: dict, cli: bool = False) -> dict:
     a = child(_python(f"scaling.solve_phase({spec!r})"))
     if "error" in a:
         return {**spec, "error": a["error"]}
-    r = {**spec, **json.loads(a["out"].strip().splitlines()[-1]), "solve_proc_s": a["wall_s"], "solve_peak_mb": a["peak_mb"]}
+    r = {**spec, **json.loads(a["out"].strip().splitlines()[-1]), "solve_proc_s": a["wall_s"],
+         "solve_peak_mb": a["peak_mb"]}
     b = child(_python(f"scaling.simulate_phase({spec!r}, {r['choice']!r}, {r['priority']!r})"))
     if "error" in b:
         return {**r, "error": b["error"]}

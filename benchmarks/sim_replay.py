@@ -90,7 +90,8 @@ w0, c0 = time.perf_counter(), time.process_time()
 r = simulate(p, d)
 w, c = time.perf_counter() - w0, time.process_time() - c0
 peak = hwm_mb()
-print(f"| {chunks} | {{r.events}} | {{w:.2f}} | {{c:.2f}} | {{r.events / w / 1e6:.3f}} | {{peak:.0f}} | {{peak - base:.0f}} |")
+print(f"| {chunks} | {{r.events}} | {{w:.2f}} | {{c:.2f}} | {{r.events / w / 1e6:.3f}} | {{peak:.0f}} | "
+      f"{{peak - base:.0f}} |")
 """
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     return out.stdout.strip()

@@ -40,7 +40,8 @@ def main(problem: str):
     rep = codesign.shadow_prices(p, fastest)
     for price in rep.prices:
         if price.cost_per_step:
-            print(f"  one more {price.step_label} of {price.label}: saves {price.saves_us_per_step:.4g} us per iteration, "
+            print(f"  one more {price.step_label} of {price.label}: "
+                  f"saves {price.saves_us_per_step:.4g} us per iteration, "
                   f"{price.saves_us_per_cost:.4g} us per {price.cost_unit}")
 
     target = fastest.iteration_time_s * 1.10
@@ -49,7 +50,8 @@ def main(problem: str):
 
     net = p.network
     ranges = tuple(grid(b[0], b[-1], 0.10) for b in net.bandwidths)
-    ranged = dataclasses.replace(p, network=dataclasses.replace(net, bandwidths=ranges, tolerance=(0.10,) * len(ranges)))
+    ranged = dataclasses.replace(p, network=dataclasses.replace(net, bandwidths=ranges,
+                                                                tolerance=(0.10,) * len(ranges)))
     on_grid = codesign.solve(ranged)
     show(f"bandwidths on grids of {'/'.join(str(len(r)) for r in ranges)} points, 10% apart", on_grid)
     gap = 1 - on_grid.continuous_bound_s / on_grid.iteration_time_s

@@ -23,7 +23,9 @@ def megatron_ops(s: int, p: int, m: int, schedule: str) -> list[tuple]:
     if schedule == "1f1b":   # Megatron's forward_backward_pipelining_without_interleaving
         w = min(p - s - 1, m)
         for j in range(w):
-            x(recv_fwd(j)); ops.append(("c", "F", j)); x(send_fwd(j))
+            x(recv_fwd(j))
+            ops.append(("c", "F", j))
+            x(send_fwd(j))
         rem = m - w
         if rem > 0:
             x(recv_fwd(w))
@@ -34,12 +36,18 @@ def megatron_ops(s: int, p: int, m: int, schedule: str) -> list[tuple]:
             ops.append(("c", "B", jb))
             x(send_bwd(jb) if i == rem - 1 else send_bwd(jb) + recv_fwd(jf + 1))
         for jb in range(rem, m):
-            x(recv_bwd(jb)); ops.append(("c", "B", jb)); x(send_bwd(jb))
+            x(recv_bwd(jb))
+            ops.append(("c", "B", jb))
+            x(send_bwd(jb))
     else:                    # GPipe: all forwards, then all backwards, last micro-batch first
         for j in range(m):
-            x(recv_fwd(j)); ops.append(("c", "F", j)); x(send_fwd(j))
+            x(recv_fwd(j))
+            ops.append(("c", "F", j))
+            x(send_fwd(j))
         for j in reversed(range(m)):
-            x(recv_bwd(j)); ops.append(("c", "B", j)); x(send_bwd(j))
+            x(recv_bwd(j))
+            ops.append(("c", "B", j))
+            x(send_bwd(j))
     return ops
 
 

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 import codesign
 from codesign.astra.mode import simulate_astra
@@ -27,8 +28,6 @@ from codesign.schedule.iteration import build_iteration
 from codesign.sim.replay import simulate
 from codesign.spec.yamlfile import load_yaml
 from codesign.workload.astra import astra_to_workload, parse_astra_workload
-
-from conftest import ROOT
 
 PROBLEMS = ROOT / "problems" / "astra"
 DATA = ROOT / "tests" / "data" / "astra"

@@ -6,7 +6,6 @@ ASTRA-sim's producers (``is_cpu_op`` as a bool or an int, cost as ``duration_mic
 """
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import io
 import itertools
@@ -15,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,11 +22,10 @@ from codesign import SpecError, load_problem
 from codesign.cli import main
 from codesign.milp import compute_order as CO
 from codesign.platform.endpoint import design_of
-from codesign.schedule.iteration import as_program, build_iteration
+from codesign.schedule.iteration import build_iteration
 from codesign.sim.replay import simulate
-from codesign.workload.chakra import graph_to_trace, program_to_trace, write_trace
+from codesign.workload.chakra import graph_to_trace, write_trace
 from codesign.workload.chakra_wire import ATTR_FIELD_OF, Attr, Node, Trace, decode, encode
-from conftest import ROOT
 
 COMP, SEND, RECV, COLL, MEM = 4, 5, 6, 7, 2
 ALL_REDUCE, ALL_GATHER, BROADCAST, ALL_TO_ALL = 0, 2, 5, 6
@@ -142,7 +141,8 @@ def test_collectives_without_compute_before_them_start_the_iteration(tmp_path):
     a zero-time first task; a collective that depends on another is released with it."""
     nodes = (coll(0, "ar1", 2**20, ()), coll(1, "ar2", 2**20, (0,)), comp(2, "use", 3, (1,)))
     w = load_problem(write(tmp_path, nodes)).workload
-    assert [(s.name, s.kind, s.demand.empty) for s in w.program] == [("(start)", "idle", True), ("use", "compute", False)]
+    assert [(s.name, s.kind, s.demand.empty) for s in w.program] == [("(start)", "idle", True),
+                                                                     ("use", "compute", False)]
     it = build_iteration(w)
     assert [(c.name, c.issue_after, c.wait_before, c.next_iteration) for c in it.comms] == \
         [("ar1", 0, 1, False), ("ar2", 0, 1, False)]

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 REQUIRED = {"status", "iteration_time_s", "bound_s", "gap", "solve_time_s", "engine", "design", "area_mm2",

@@ -9,10 +9,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ROOT
 
 from codesign.cli import main
-
-from conftest import ROOT
 
 QUICK = str(ROOT / "problems/quickstart.yaml")
 

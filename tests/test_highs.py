@@ -59,8 +59,9 @@ def _hard_block(n: int):
 
 
 def test_pipeline_reports_time_limit_with_incumbent():
-    from codesign import solve
     from conftest import ace, problem, ring2, two_layer_workload
+
+    from codesign import solve
     s = solve(problem(two_layer_workload(), ring2(), ace([(100e9, 1.0), (400e9, 2.0)])), time_limit=1.5,
               extra=_hard_block(20))
     assert s.status == "time_limit"
@@ -70,8 +71,9 @@ def test_pipeline_reports_time_limit_with_incumbent():
 
 def test_pipeline_time_limit_without_incumbent_is_an_error():
     import pytest
-    from codesign import SolverError, solve
     from conftest import ace, problem, ring2, two_layer_workload
+
+    from codesign import SolverError, solve
     with pytest.raises(SolverError, match="no design was evaluated within the time limit"):
         solve(problem(two_layer_workload(), ring2(), ace([(100e9, 1.0), (400e9, 2.0)])), time_limit=0.3,
               extra=_hard_block(30))

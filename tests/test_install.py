@@ -16,12 +16,11 @@ import venv
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from codesign import load_problem
 from codesign.cli import main
 from codesign.problem.load import SHIPPED_PROFILES
-
-from conftest import ROOT
 
 
 def test_shipped_profiles_are_copies_of_solvers():

@@ -7,6 +7,8 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ROOT
+from pipeline_reference import iteration_time
 
 import codesign
 from codesign.errors import SpecError
@@ -19,9 +21,6 @@ from codesign.schedule.iteration import build_iteration
 from codesign.sim.replay import simulate
 from codesign.workload import llm as L
 from codesign.workload.model import Compute
-
-from conftest import ROOT
-from pipeline_reference import iteration_time
 
 GPT3 = dict(layers=96, hidden=12288, heads=96, seq_len=2048, vocab=50257, micro_batch=1, global_batch=1536,
             tensor_parallel=8, pipeline_parallel=8, data_parallel=16, tensor_dims=(0,), pipeline_dims=(1,),

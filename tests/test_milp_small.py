@@ -12,12 +12,11 @@ ALU, 0.5 MB at 1 TB/s, never binds). LIFO timeline: w2 ends at 30 us and release
 from __future__ import annotations
 
 import pytest
+from conftest import ace, problem, ring2, two_layer_workload
 
 from codesign import InfeasibleError, solve
 from codesign.platform.endpoint import Engine, Option
 from codesign.problem.model import Objective
-
-from conftest import ace, problem, ring2, two_layer_workload
 
 SLOW, FAST = (100e9, 1.0), (400e9, 2.0)
 
@@ -145,8 +144,10 @@ def test_meetable_time_target_is_met_whatever_the_first_guess():
     """The first order used to come from the middle design; on ResNet-50 a 2.7 ms target was then
     reported as 'best achievable 2.7 ms (short by 299 ns)' though 2.617 ms is reachable."""
     import dataclasses
-    import codesign
+
     from conftest import ROOT
+
+    import codesign
     p = codesign.load_problem(ROOT / "problems" / "resnet50_ace_torus3d.yaml")
     s = solve(dataclasses.replace(p, objective=Objective("area", 2.7e-3)))
     assert s.status == "optimal" and s.iteration_time_s <= 2.7e-3
@@ -158,8 +159,10 @@ def test_area_ties_are_broken_by_the_policys_own_period():
     """Baseline options cost no area, so every design ties on area; the second stage must find the
     fastest under the policy, not keep an arbitrary first-stage design (it returned 7.88 ms)."""
     import dataclasses
-    import codesign
+
     from conftest import ROOT
+
+    import codesign
     b = codesign.load_problem(ROOT / "problems" / "resnet50_baseline_torus3d.yaml")
     s = solve(dataclasses.replace(b, objective=Objective("area", 10e-3)))
     assert s.iteration_time_s == pytest.approx(solve(b).iteration_time_s, rel=1e-6)

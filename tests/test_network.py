@@ -41,7 +41,8 @@ def two_dims(S: float, p0: int, p1: int, c0: float, c1: float, B: float, grid0, 
          "weight_grad_comm": {"collective": "all_reduce", "bytes": f"{S!r} B"}}]},
         "topology": {"cost_budget": B, "dims": [
             {"name": "a", "kind": "ring", "size": p0, "bandwidth": [f"{g!r} B/s" for g in grid0], "cost_per_gbps": c0},
-            {"name": "b", "kind": "ring", "size": p1, "bandwidth": [f"{g!r} B/s" for g in grid1], "cost_per_gbps": c1}]},
+            {"name": "b", "kind": "ring", "size": p1, "bandwidth": [f"{g!r} B/s" for g in grid1],
+             "cost_per_gbps": c1}]},
         "engine": {"type": "ideal"}, "schedule": {"order": "lifo", "chunks": 1}}
 
 
@@ -185,8 +186,9 @@ def test_a_range_becomes_a_grid_and_topology_at_picks_from_it():
 # ------------------------------------------------------------------ the command line and the shipped problems
 
 def test_solve_prints_bandwidths_endpoint_cost_breakdown_and_gap(capsys):
-    from codesign.cli import main
     from conftest import ROOT
+
+    from codesign.cli import main
     assert main(["solve", str(ROOT / "problems" / "libra" / "gpt3_3d.yaml")]) == 0
     out = capsys.readouterr().out
     net = [ln for ln in out.splitlines() if "dim " in ln and "per NPU" in ln]
@@ -199,8 +201,9 @@ def test_solve_prints_bandwidths_endpoint_cost_breakdown_and_gap(capsys):
 def test_json_carries_the_network(capsys):
     import json
 
-    from codesign.cli import main
     from conftest import ROOT
+
+    from codesign.cli import main
     assert main(["solve", str(ROOT / "problems" / "libra" / "gpt3_3d.yaml"), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     net = doc["network"]
@@ -261,8 +264,9 @@ def test_the_readme_network_block_is_what_solve_prints(capsys):
     """README, "Co-designing the network": each shown line starts a printed line (up to "...")."""
     import re
 
-    from codesign.cli import main
     from conftest import ROOT
+
+    from codesign.cli import main
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("### Co-designing the network"):]
     section = section[:section.index("\n### ", 10)]
@@ -300,9 +304,10 @@ def test_the_continuous_bound_is_below_every_bandwidth_of_the_ranges(p, rnd):
 
 
 def test_simulate_replays_a_saved_solutions_bandwidths(tmp_path, capsys):
-    from codesign.cli import main
-    from conftest import ROOT
     import yaml
+    from conftest import ROOT
+
+    from codesign.cli import main
     fixed_engine = tmp_path / "p.yaml"
     fixed_engine.write_text(yaml.safe_dump(two_dims(1e6, 4, 4, 1.0, 1.0, 1000.0, [50e9, 100e9], [50e9])))
     assert main(["simulate", str(fixed_engine)]) == 2
@@ -317,8 +322,9 @@ def test_simulate_replays_a_saved_solutions_bandwidths(tmp_path, capsys):
 
 
 def test_validate_names_the_open_bandwidths(capsys):
-    from codesign.cli import main
     from conftest import ROOT
+
+    from codesign.cli import main
     assert main(["validate", str(ROOT / "problems" / "libra" / "gpt3_3d.yaml")]) == 0
     assert "sizing bandwidth package (6 options), node (5 options), pod (4 options) under 3000 $" in \
         capsys.readouterr().out

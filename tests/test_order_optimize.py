@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 import codesign
 from codesign import solve
-from codesign.platform.endpoint import Engine, Option
+from codesign.platform.endpoint import Engine
 from codesign.report.text import order_comparison_lines, summary
 from codesign.workload.model import Comm, Compute, Layer, Workload
 
@@ -94,7 +94,8 @@ def test_resnet50_optimize_is_within_two_percent_of_the_any_order_bound():
 
 
 def test_report_and_json_say_what_was_tried():
-    r = subprocess.run([sys.executable, "-m", "codesign", "solve", str(ROOT / "problems" / "quickstart.yaml"), "--json"],
+    r = subprocess.run([sys.executable, "-m", "codesign", "solve", str(ROOT / "problems" / "quickstart.yaml"),
+                        "--json"],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     p = codesign.load_problem(ROOT / "problems" / "quickstart.yaml")

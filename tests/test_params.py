@@ -4,14 +4,22 @@ from __future__ import annotations
 import math
 
 import pytest
+from conftest import ROOT
 
 from codesign.errors import SpecError
-from codesign.explore.params import (apply, canonical, check_path, dimension_of, parse_param, parse_path, parse_values,
-                                     path_text)
+from codesign.explore.params import (
+    apply,
+    canonical,
+    check_path,
+    dimension_of,
+    parse_param,
+    parse_path,
+    parse_values,
+    path_text,
+)
 from codesign.explore.sweep import plan, point_key
 from codesign.spec.units import BYTES_PER_S
 from codesign.spec.yamlfile import load_yaml
-from conftest import ROOT
 
 QUICK = str(ROOT / "problems" / "quickstart.yaml")
 
@@ -63,7 +71,8 @@ def test_values_lists_and_ranges_keep_units():
 
 @pytest.mark.parametrize("spec, fragment", [
     ("1GB/s:2GB:3", "different dimensions"), ("log:0GB/s:1GB/s:3", "positive"), ("1:2:x", "whole number"),
-    ("1:2:0", "whole number"), ("1:2", "range"), ("25GB/s,,50GB/s", "empty value"), ("1 parsec:2 parsec:3", "unknown unit"),
+    ("1:2:0", "whole number"), ("1:2", "range"), ("25GB/s,,50GB/s", "empty value"),
+    ("1 parsec:2 parsec:3", "unknown unit"),
 ])
 def test_bad_values(spec, fragment):
     with pytest.raises(SpecError, match=fragment):

@@ -9,11 +9,11 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ROOT
 
 import codesign
 from codesign.explore.pareto import metric, pareto_front
 from codesign.pipeline.shadow import _Platform, resources, shadow_prices, solve_lp
-from conftest import ROOT
 
 QUICK = str(ROOT / "problems" / "quickstart.yaml")
 

@@ -12,14 +12,13 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from codesign import load_problem
 from codesign.cli import main
 from codesign.errors import InputWarning
 from codesign.spec import units as U
 from codesign.spec.plausible import RANGES, implausible, range_of
-
-from conftest import ROOT
 
 QUICK = (ROOT / "problems/quickstart.yaml").read_text()
 

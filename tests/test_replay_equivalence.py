@@ -14,20 +14,19 @@ import dataclasses
 import math
 
 import pytest
+import reference_replay
+from conftest import ROOT, problem
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_platform_lp import cases as platform_lp_cases
 
 import codesign
-import reference_replay
 from codesign.platform.endpoint import Design, Engine, Option, design_of
 from codesign.platform.topology import Dim, Topology
 from codesign.problem.model import ScheduleSpec
 from codesign.schedule.iteration import build_iteration
 from codesign.sim.replay import simulate
 from codesign.workload.model import Comm, Compute, Layer, Workload
-
-from conftest import ROOT, problem
-from test_platform_lp import cases as platform_lp_cases
 
 
 def same(a, b, path: str = "result") -> None:
@@ -165,7 +164,8 @@ def cases(draw):
         wg = draw(maybe) if i else draw(comms(ndims))
         layers.append(Layer(f"l{i}", draw(computes()), draw(computes()), draw(computes()), fwd, ig, wg,
                             update_s=draw(st.floats(0, 3.0)) * US))
-    w = Workload("w", par, tuple(layers), dlrm_last_bottom=draw(st.integers(1, n - 1)) if par == "hybrid_dlrm" else None)
+    last_bottom = draw(st.integers(1, n - 1)) if par == "hybrid_dlrm" else None
+    w = Workload("w", par, tuple(layers), dlrm_last_bottom=last_bottom)
     kind = draw(st.sampled_from(["ace", "ace", "baseline", "ideal"]))
     if kind == "ace":
         v = {"sram": draw(st.sampled_from([64e3, 256e3, 1e6, 8e6])), "alu": draw(st.floats(20e9, 600e9)),
@@ -174,7 +174,8 @@ def cases(draw):
         v = {"comm_cores": float(draw(st.integers(1, 16))), "comm_hbm_share": draw(st.floats(0.05, 0.6))}
     else:
         v = {}
-    eng = Engine(kind, {r: (Option(x),) for r, x in v.items()}, endpoint_delay_s=draw(st.sampled_from([0.0, 1e-9, 2e-8])))
+    eng = Engine(kind, {r: (Option(x),) for r, x in v.items()},
+                 endpoint_delay_s=draw(st.sampled_from([0.0, 1e-9, 2e-8])))
     p = problem(w, topo, eng, order=draw(st.sampled_from(["lifo", "fifo", "optimize"])), chunks=draw(st.integers(1, 6)))
     if draw(st.booleans()):
         p = dataclasses.replace(p, schedule=ScheduleSpec(p.schedule.order, p.schedule.chunks, overlap=False))
@@ -223,7 +224,8 @@ def test_coinciding_completions_and_wake_ups_keep_their_order():
                                     for i in range(4)))
     topo = Topology((Dim("d0", "ring", 2, 1, 2.0**31, 0.0), Dim("d1", "switch", 2, 1, 2.0**30, 0.0)))
     for eng, design in ((Engine("ideal"), Design("ideal", {})),
-                        (Engine("ace", {"sram": (Option(2.0**12),), "alu": (Option(2.0**32),), "dma": (Option(2.0**32),)}),
+                        (Engine("ace", {"sram": (Option(2.0**12),), "alu": (Option(2.0**32),),
+                                        "dma": (Option(2.0**32),)}),
                          Design("ace", {"sram": 2.0**12, "alu": 2.0**32, "dma": 2.0**32}))):
         for chunks in (1, 2, 4):
             p = problem(w, topo, eng, order="fifo", chunks=chunks)

@@ -10,19 +10,35 @@ import os
 import signal
 
 import pytest
+from conftest import problem, ring2
 
 from codesign.cli.study import register
 from codesign.pipeline.solve import solve
 from codesign.platform.endpoint import Engine, Option
 from codesign.problem.load import load_problem
-from codesign.study.cases import (CONFIGS, SHAPES, Case, HbmCase, case_document, dump, hbm_cases, hbm_document,
-                                  study_cases)
-from codesign.study.metrics import (DRIVE, busy_time, comm_intervals, least_bandwidth, network_load, sim_time,
-                                    utilization, with_comm_hbm)
+from codesign.study.cases import (
+    CONFIGS,
+    SHAPES,
+    Case,
+    HbmCase,
+    case_document,
+    dump,
+    hbm_cases,
+    hbm_document,
+    study_cases,
+)
+from codesign.study.metrics import (
+    DRIVE,
+    busy_time,
+    comm_intervals,
+    least_bandwidth,
+    network_load,
+    sim_time,
+    utilization,
+    with_comm_hbm,
+)
 from codesign.study.run import CASE_COLUMNS, compare, default_problems_dir, run_study
 from codesign.workload.model import Comm, Layer, Workload
-
-from conftest import problem, ring2
 
 B = 100e9  # the 2-NPU ring's link bandwidth (bytes/s)
 S = 8e6    # the all-reduce's bytes per NPU

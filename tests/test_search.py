@@ -161,6 +161,7 @@ def test_a_plateau_replays_the_same(w, topo, eng, chunks):
 
 def test_a_time_limit_keeps_the_best_evaluated_design_and_an_honest_bound():
     from conftest import ROOT
+
     import codesign
     p = codesign.load_problem(ROOT / "problems" / "resnet50_ace_torus3d.yaml")
     md = model_data(p)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from conftest import ROOT, problem
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,8 +16,6 @@ from codesign.platform.topology import Dim, Topology
 from codesign.schedule.bounds import lower_bound
 from codesign.sim.replay import simulate
 from codesign.workload.model import Comm, Compute, Layer, Workload
-
-from conftest import ROOT, problem
 
 us = st.floats(0.5, 40.0).map(lambda x: x * 1e-6)
 mb = st.floats(0.05, 4.0).map(lambda x: x * 1e6)
@@ -49,7 +48,8 @@ def engines(draw) -> tuple[Engine, Design]:
     if kind == "baseline":
         v = {"comm_cores": float(draw(st.integers(1, 16))), "comm_hbm_share": draw(st.floats(0.05, 0.6))}
     elif kind == "ace":
-        v = {"sram": draw(st.floats(64e3, 8e6)), "alu": draw(st.floats(20e9, 1e12)), "dma": draw(st.floats(20e9, 800e9))}
+        v = {"sram": draw(st.floats(64e3, 8e6)), "alu": draw(st.floats(20e9, 1e12)),
+             "dma": draw(st.floats(20e9, 800e9))}
     else:
         v = {}
     eng = Engine(kind, {r: (Option(x),) for r, x in v.items()}, endpoint_delay_s=draw(st.floats(0, 2e-8)))
@@ -89,9 +89,9 @@ def _scaled(w: Workload, topo: Topology, eng: Engine, design: Design, f: float):
     """The same platform f times faster in every rate and f times shorter in every delay (bytes unchanged)."""
     def c(x: Compute) -> Compute:
         return Compute(time_s=x.time_s / f)
-    w2 = Workload(w.name, w.parallelism, tuple(Layer(l.name, c(l.forward), c(l.input_grad), c(l.weight_grad),
-                                                     l.forward_comm, l.input_grad_comm, l.weight_grad_comm,
-                                                     l.update_s / f) for l in w.layers))
+    w2 = Workload(w.name, w.parallelism, tuple(Layer(ly.name, c(ly.forward), c(ly.input_grad), c(ly.weight_grad),
+                                                     ly.forward_comm, ly.input_grad_comm, ly.weight_grad_comm,
+                                                     ly.update_s / f) for ly in w.layers))
     t2 = Topology(tuple(Dim(d.name, d.kind, d.size, d.links, d.link_bandwidth * f, d.latency / f) for d in topo.dims))
     v = {r: (x * f if r in ("alu", "dma") else x) for r, x in design.values.items()}
     e2 = Engine(eng.kind, {r: (Option(x),) for r, x in v.items()}, endpoint_delay_s=eng.endpoint_delay_s / f)
@@ -200,7 +200,8 @@ def test_validation_of_the_shipped_problems():
 
 def _layers(times_us: list[tuple[float, float, float]], mbytes: list[float]) -> tuple[Layer, ...]:
     return tuple(Layer(f"l{i}", Compute(time_s=f * 1e-6), Compute(time_s=g * 1e-6), Compute(time_s=w * 1e-6),
-                       weight_grad_comm=Comm("all_reduce", b * 1e6)) for i, ((f, g, w), b) in enumerate(zip(times_us, mbytes)))
+                       weight_grad_comm=Comm("all_reduce", b * 1e6))
+                 for i, ((f, g, w), b) in enumerate(zip(times_us, mbytes)))
 
 
 def test_sram_contention_is_in_the_answer():

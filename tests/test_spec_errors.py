@@ -317,7 +317,8 @@ def test_workload_without_layers_or_astra(tmp_path, doc, capsys):
     (lambda d: layer(d, 1).update(name=7), "workload.layers[1].name", "expected text, got the number 7", "name: 7"),
     (lambda d: dim(d, 1).update(bandwidth=True), "topology.dims[1].bandwidth",
      'expected a bandwidth such as "25 GB/s", got a boolean', "bandwidth: true"),
-    (lambda d: d["schedule"].update(order="random"), "schedule.order", "expected one of lifo, fifo, optimize, got the text",
+    (lambda d: d["schedule"].update(order="random"), "schedule.order",
+     "expected one of lifo, fifo, optimize, got the text",
      "order: random"),
     (lambda d: d["workload"].update(parallelism="dataa"), "workload.parallelism", "did you mean 'data'?",
      "parallelism: dataa"),
@@ -336,7 +337,8 @@ def test_wrong_type(tmp_path, doc, capsys, change, key, phrase, needle):
 
 
 @pytest.mark.parametrize("section,value,key,phrase", [
-    ("topology", 5, "topology", "expected a mapping with keys dims, cost_budget, cost_unit, tolerance, got the number 5"),
+    ("topology", 5, "topology",
+     "expected a mapping with keys dims, cost_budget, cost_unit, tolerance, got the number 5"),
     ("npu", [1], "npu", "expected a mapping with keys compute, hbm_bandwidth"),
     ("schedule", "lifo", "schedule", "expected a mapping with keys order, chunks, overlap, got the text 'lifo'"),
     ("engine", "ace", "engine", "expected a mapping with 'type: baseline | ace | ideal', got the text 'ace'"),
@@ -732,7 +734,7 @@ def test_workload_builder_gnmt(tmp_path, doc):
     doc["workload"] = {"builder": "gnmt", "args": {"batch_per_npu": 8, "src_len": 10, "tgt_len": 10}}
     p = codesign.load_problem(write(tmp_path, doc))
     assert p.workload.name == "gnmt" and len(p.workload.layers) == 13
-    assert sum(l.weight_grad_comm.bytes for l in p.workload.layers if l.weight_grad_comm) == 4 * 160_671_297
+    assert sum(ly.weight_grad_comm.bytes for ly in p.workload.layers if ly.weight_grad_comm) == 4 * 160_671_297
 
 
 def test_workload_builder_bad_argument(tmp_path, doc, capsys):
@@ -760,7 +762,8 @@ def test_workload_builder_argument_types(tmp_path, doc, capsys, key, value, phra
 def test_workload_builder_with_layers_is_rejected(tmp_path, doc, capsys):
     doc["workload"]["builder"] = "gnmt"
     path = write(tmp_path, doc)
-    expect_error(path, capsys, key="workload.layers", phrase="not allowed with 'builder'", line=line_of(path, "layers:"))
+    expect_error(path, capsys, key="workload.layers", phrase="not allowed with 'builder'",
+                 line=line_of(path, "layers:"))
 
 
 def test_first_layer_input_grad_comm_is_rejected(tmp_path, doc, capsys):

@@ -7,11 +7,11 @@ import dataclasses
 
 import pyomo.environ as pyo
 import pytest
+from conftest import ROOT
 
 from codesign.pipeline.shadow import shadow_prices
 from codesign.pipeline.solve import assign, build, run, solve
 from codesign.problem.load import load_problem
-from conftest import ROOT
 
 
 @pytest.fixture(scope="module")

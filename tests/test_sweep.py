@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 import codesign
 from codesign.explore.points import Check
 from codesign.explore.sweep import VALIDATE, plan, sweep
-from conftest import ROOT
 
 QUICK = str(ROOT / "problems" / "quickstart.yaml")
 RESNET = str(ROOT / "problems" / "resnet50_ace_torus3d.yaml")
@@ -46,7 +46,8 @@ def test_pool_results_equal_direct_solves_and_a_failed_point_does_not_stop_the_s
     for bw in (25e9, 100e9):
         dims = list(base.topology.dims)
         dims[1] = dataclasses.replace(dims[1], link_bandwidth=bw)
-        direct = codesign.solve(dataclasses.replace(base, topology=dataclasses.replace(base.topology, dims=tuple(dims))))
+        topo = dataclasses.replace(base.topology, dims=tuple(dims))
+        direct = codesign.solve(dataclasses.replace(base, topology=topo))
         r = by[(bw, 3.0)]
         assert r["status"] == "optimal"
         assert r["iteration_time_s"] == direct.iteration_time_s and r["area_mm2"] == direct.area_mm2
@@ -197,7 +198,8 @@ def test_cli_sweep_section_table_plots_and_one_line_errors(tmp_path):
     assert "2 points: 2 solved, 0 infeasible, 0 failed" in r.stdout and "optimal" in r.stdout
     png = tmp_path / "out" / "section_topology_dims_1_bandwidth.png"
     assert png.stat().st_size > 10_000 and len(keys_in(tmp_path / "out" / "section.csv")) == 2
-    bad = subprocess.run([sys.executable, "-m", "codesign", "sweep", str(prob), "--param", "topology.dimz[1].bandwidth=1GB/s"],
+    bad = subprocess.run([sys.executable, "-m", "codesign", "sweep", str(prob), "--param",
+                          "topology.dimz[1].bandwidth=1GB/s"],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
     assert "did you mean 'dims'" in bad.stderr
@@ -205,6 +207,7 @@ def test_cli_sweep_section_table_plots_and_one_line_errors(tmp_path):
 
 def test_package_exports_the_functions_not_the_modules():
     import importlib
+
     import codesign
     first, second = codesign.sweep, codesign.sweep
     importlib.import_module("codesign.explore.sweep")

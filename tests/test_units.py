@@ -9,8 +9,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codesign.spec import units as U
-from codesign.spec.units import (AREA_MM2, BYTES, BYTES_PER_S, FLOP, FLOP_PER_S, HERTZ, SECONDS, WATTS, UnitError,
-                                 format_quantity, parse_quantity)
+from codesign.spec.units import (
+    AREA_MM2,
+    BYTES,
+    BYTES_PER_S,
+    FLOP,
+    FLOP_PER_S,
+    HERTZ,
+    SECONDS,
+    WATTS,
+    UnitError,
+    format_quantity,
+    parse_quantity,
+)
 
 KI, MI, GI, TI, PI = (2**10, 2**20, 2**30, 2**40, 2**50)
 

@@ -14,14 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from codesign import SpecError, load_problem
 from codesign.cli import main
 from codesign.errors import QUOTE_LIMIT, shown
 from codesign.spec.files import MAX_INPUT_BYTES
 from codesign.spec.yamlfile import MAX_ALIAS_NODES, MAX_DEPTH, load_yaml
-
-from conftest import ROOT
 
 ASTRA = "DATA\n1\nconv1 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1048576 5\n"
 

@@ -6,6 +6,7 @@ activations and weights 2 bytes, gradients 4 bytes per parameter.
 from __future__ import annotations
 
 import pytest
+from conftest import ROOT, ace, problem
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,8 +16,6 @@ from codesign.platform.topology import Dim, Topology
 from codesign.schedule.iteration import build_iteration
 from codesign.workload.builder import Work, WorkloadBuilder
 from codesign.workload.gnmt import PUBLISHED_PARAMS, gnmt, gnmt_builder
-
-from conftest import ROOT, ace, problem
 
 
 def test_linear_by_hand():

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import pytest
+from conftest import ROOT
 
 from codesign.platform.topology import Dim, Topology
 from codesign.schedule.iteration import build_iteration
 from codesign.workload import load_astra_workload, parse_astra_workload
-
-from conftest import ROOT
 
 WL = ROOT / "problems" / "workloads"
 
@@ -24,7 +23,7 @@ def test_resnet50_import():
     raw = parse_astra_workload(WL / "Resnet50_DataParallel.txt")
     it = build_iteration(w)
     total = sum(c.demand.time_s for c in it.computes)
-    expect = sum(l.fwd_compute + l.wg_compute + l.ig_compute for l in raw.layers) - raw.layers[0].ig_compute
+    expect = sum(ly.fwd_compute + ly.wg_compute + ly.ig_compute for ly in raw.layers) - raw.layers[0].ig_compute
     assert total == pytest.approx(expect * 1e-9)
     assert len(it.computes) == 3 * 54 - 1 and len(it.comms) == 54
 

@@ -12,8 +12,9 @@ import os
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import CodesignError, InputWarning, SpecError
 from ..spec.files import output_dir, writing
@@ -52,9 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--passes", type=int, default=1, metavar="K", help="ASTRA-sim training passes (default 1)")
     m.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     m.add_argument("--confine", action="store_true", help=CONFINE_HELP + "; with --astra-*, the working folder's")
+    from .chakra import register as register_chakra  # export-chakra
     from .explore import register as register_sweep  # sweep | pareto | shadow
     from .study import register as register_reproduce  # reproduce
-    from .chakra import register as register_chakra  # export-chakra
     ap.set_defaults(more_handlers={**register_sweep(sub), **register_reproduce(sub), **register_chakra(sub)})
     return ap
 

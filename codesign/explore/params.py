@@ -18,8 +18,9 @@ import copy
 import difflib
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..errors import SpecError, shown
 from ..spec import units as U

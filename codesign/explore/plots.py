@@ -9,8 +9,9 @@ parameter spans 20x or more.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 #: metric column -> (label, scale to the shown unit)
 METRICS = {"iteration_time_s": ("iteration time (ms)", 1e3), "exposed_comm_s": ("exposed communication (ms)", 1e3),

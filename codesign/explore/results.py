@@ -15,8 +15,9 @@ from __future__ import annotations
 import csv
 import io
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..errors import SpecError
 

@@ -62,7 +62,8 @@ class ComputeOrder:
                "heuristic": f"heuristic (list schedule: {self.why})",
                "fixed": "fixed by the graph's precedence"}[self.status]
         return (f"compute order {how}: one iteration's makespan under the communication bound "
-                f"{format_quantity(self.makespan_s, SECONDS)}, trace order {format_quantity(self.trace_makespan_s, SECONDS)}"
+                f"{format_quantity(self.makespan_s, SECONDS)}, "
+                f"trace order {format_quantity(self.trace_makespan_s, SECONDS)}"
                 f" ({self.pairs} unordered task pairs)")
 
 
@@ -122,7 +123,7 @@ def _ancestors(preds: tuple[tuple[int, ...], ...]) -> list[int]:
     a topological order (``TaskGraph``: every predecessor has a lower index), so one pass suffices; bit sets
     keep a trace of thousands of tasks at a few megabytes."""
     anc: list[int] = []
-    for j, ps in enumerate(preds):
+    for ps in preds:
         a = 0
         for i in ps:
             a |= anc[i] | (1 << i)

@@ -151,11 +151,12 @@ def check_ranges(md: ModelData, unusable: set[tuple[str, int]] = frozenset()) ->
     def too_long(us: float) -> bool:
         return not us <= MAX_TASK_US  # also catches inf and nan
 
-    for j, c in enumerate(md.iteration.computes):
+    for c in md.iteration.computes:
         t = max(compute_time_terms(c.demand, p.npu, p.npu.cores, p.npu.hbm_bandwidth)) / TIME_UNIT
         if too_long(t):
             raise SpecError(f"compute task {c.name} takes {t * TIME_UNIT:.3g} s at the full NPU; codesign holds tasks "
-                            f"up to {MAX_TASK_US * TIME_UNIT:.3g} s (a unit missing or wrong?)", path="workload", **where)
+                            f"up to {MAX_TASK_US * TIME_UNIT:.3g} s (a unit missing or wrong?)", path="workload",
+                            **where)
     for k, dem in enumerate(md.demands):
         name = md.iteration.comms[k].name
         for i in range(len(dem.phase_link_s)):

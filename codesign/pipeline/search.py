@@ -20,8 +20,9 @@ is always the best period the simulator reached there.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import pyomo.environ as pyo
 

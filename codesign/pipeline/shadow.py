@@ -27,8 +27,8 @@ core, 0.01 of HBM share) saves, from the marginal.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pyomo.environ as pyo
 from pyomo.contrib.solver.common.factory import SolverFactory
@@ -203,7 +203,7 @@ def step_costs(problem: Problem, choice: dict[str, int]) -> dict[str, tuple[floa
     out: dict[str, tuple[float, str]] = {}
     net = problem.network
     if net is not None:
-        for d, dim in enumerate(problem.topology.dims):
+        for d in range(len(problem.topology.dims)):
             if net.cost_per_gbps[d] > 0:
                 out[f"topology.dims[{d}].bandwidth"] = (net.dim_cost(problem.topology, d, 1.0), net.unit)
     for r, opts in problem.engine.resources.items():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+
 @dataclass(frozen=True)
 class NPU:
     """The accelerator: compute rate (FLOP/s), HBM bandwidth (bytes/s), cores, and per-core reduction

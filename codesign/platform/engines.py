@@ -23,8 +23,9 @@ The three of the ACE study (docs/paper.md):
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..spec.units import BYTES, BYTES_PER_S, Dimension
 
@@ -43,8 +44,9 @@ def _as_is(value: float, npu: NPU) -> float:
 class Resource:
     """A resource an engine sizes: its name (``y[name, o]`` in the MILP, the key in a problem's engine
     section), the pool it sets, how a problem file writes an option's value (``option_key``, with
-    ``quantity`` its unit, or None for a plain number), its JSON key and labels, and ``capacity(value, npu)``: the pool's capacity an option of that value
-    gives (bytes/s or bytes). ``takes_cores``: the value is cores taken from compute while communication runs."""
+    ``quantity`` its unit, or None for a plain number), its JSON key and labels, and
+    ``capacity(value, npu)``: the pool's capacity an option of that value gives (bytes/s or bytes).
+    ``takes_cores``: the value is cores taken from compute while communication runs."""
 
     name: str
     pool: str

@@ -15,7 +15,8 @@ def summary(s: Solution, p: Problem, validation=None) -> str:
     t = lambda x: format_quantity(x, SECONDS)  # noqa: E731
     topo = p.topology
     kinds = "/".join(d.kind for d in topo.dims)
-    lines = [f"problem         {s.problem}: {p.workload.name} ({len(p.workload.layers)} layers, {p.workload.parallelism}) "
+    w = p.workload
+    lines = [f"problem         {s.problem}: {w.name} ({len(w.layers)} layers, {w.parallelism}) "
              f"on {topo.shape} {kinds} ({topo.npus} NPUs), {s.engine} engine"]
     lines.append(f"design          {design_text(s.design)}")
     if p.engine.resources or p.engine.area_budget_mm2 is not None or p.engine.power_budget_w is not None:

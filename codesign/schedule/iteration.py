@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 from ..workload.model import Comm, Compute, Issue, Step, Workload
 
-
 #: Dispatch priorities for the network: collectives as (index, iteration offset), highest first; an
 #: offset of 1 ranks the copy issued in the next iteration (``sim.replay.simulate``'s ``order``).
 Order = tuple[tuple[int, int], ...]

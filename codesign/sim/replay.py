@@ -23,8 +23,16 @@ from heapq import heappop, heappush
 from ..platform.collectives import phases
 from ..platform.costs import collective_demands, compute_time_terms
 from ..platform.endpoint import Design
-from ..platform.pools import (PhaseWork, Pools, alone_rate, compute_rate, oversubscribed, phase_rates, phase_work,
-                              sram_need)
+from ..platform.pools import (
+    PhaseWork,
+    Pools,
+    alone_rate,
+    compute_rate,
+    oversubscribed,
+    phase_rates,
+    phase_work,
+    sram_need,
+)
 from ..problem.model import Problem
 from ..schedule.iteration import Order, build_iteration
 
@@ -116,7 +124,8 @@ class _Replay:
                  record: bool = False, policy: str | None = None) -> None:
         self.p, self.design = problem, design
         # dispatch by issue order when no order is given: the problem's policy, LIFO for order: optimize
-        self.lifo = (policy or (problem.schedule.order if problem.schedule.order in ("lifo", "fifo") else "lifo")) == "lifo"
+        own = problem.schedule.order
+        self.lifo = (policy or (own if own in ("lifo", "fifo") else "lifo")) == "lifo"
         self.record = record
         self.ref = iterations - 3  # the reference iteration: the first of the two measured
         self.it = build_iteration(problem.workload, problem.schedule.overlap)
@@ -693,7 +702,8 @@ class _Replay:
         return SimResult(
             period_s=period, compute_time_s=compute, nominal_compute_s=per["nominal"] / iters,
             exposed_comm_s=max(0.0, period - compute), utilization=util, sram_peak_bytes=self.sram_peak,
-            sram_wait_s=per["sram_wait"] / max(1, sum(self.nchunks)) / iters, dim_stretch=stretch, hbm_peak_bytes_per_s=self.hbm_peak, iterations=self.max_iter,
+            sram_wait_s=per["sram_wait"] / max(1, sum(self.nchunks)) / iters, dim_stretch=stretch,
+            hbm_peak_bytes_per_s=self.hbm_peak, iterations=self.max_iter,
             events=self.events, chunks_per_collective=list(self.nchunks), bytes_sent=sent,
             bytes_expected=dict(self.expected), timeline=timeline,
             window_s=(t_a, t_b), limited=dict(self.limited), realized=self._realized() if self.record else None)

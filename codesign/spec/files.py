@@ -16,8 +16,9 @@ import contextlib
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import SpecError
 

@@ -79,7 +79,8 @@ def kind_of(obj: Any) -> str:
     if obj is None:
         return "nothing (null)"
     return {dict: "a mapping", YMap: "a mapping", list: "a list", YList: "a list", str: f"the text {shown(obj)}",
-            bool: f"the boolean {obj}", int: f"the number {obj}", float: f"the number {obj}"}.get(type(obj), type(obj).__name__)
+            bool: f"the boolean {obj}", int: f"the number {obj}", float: f"the number {obj}"
+            }.get(type(obj), type(obj).__name__)
 
 
 def quantity(ctx: Ctx, m: YMap, key: str, path: str, dim: U.Dimension, *, positive: bool = True,
@@ -144,7 +145,8 @@ def choice(ctx: Ctx, m: YMap, key: str, path: str, options: tuple[str, ...], def
     if not isinstance(v, str) or v not in options:
         near = difflib.get_close_matches(v[:100], options, n=1, cutoff=0.5) if isinstance(v, str) else []
         hint = f"; did you mean {near[0]!r}?" if near else ""
-        raise ctx.error(join_path(path, key), f"expected one of {', '.join(options)}, got {kind_of(v)}{hint}", line_of(m, key))
+        raise ctx.error(join_path(path, key), f"expected one of {', '.join(options)}, got {kind_of(v)}{hint}",
+                        line_of(m, key))
     return v
 
 

@@ -103,7 +103,9 @@ class Case:
     def file(self) -> str:
         """Path relative to problems/paper/."""
         stem = f"{self.workload}_n{self.npus}_{self.config}.yaml"
-        return stem if self.group == "study" else f"latency/{self.workload}_n{self.npus}_lat{_ns(self.latency_s)}ns_{self.config}.yaml"
+        if self.group == "study":
+            return stem
+        return f"latency/{self.workload}_n{self.npus}_lat{_ns(self.latency_s)}ns_{self.config}.yaml"
 
     @property
     def key(self) -> str:

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
 from ..platform.collectives import phases
 from ..platform.endpoint import Design

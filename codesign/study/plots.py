@@ -11,8 +11,9 @@ Every time is the simulator's (codesign's answers are simulated periods).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .cases import CONFIGS, WORKLOAD_LABELS
 

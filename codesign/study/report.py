@@ -8,8 +8,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .cases import CONFIGS, WORKLOAD_LABELS
 

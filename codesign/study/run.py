@@ -27,17 +27,29 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..errors import InfeasibleError, SpecError
 from ..explore.executors import make_runner
 from ..explore.results import ResultsFile, cell
 from ..explore.sweep import Progress, point_key
 from ..problem.model import Problem
-from .cases import BASELINES, HBM_ENGINES, HBM_NET_SCALES, SENSITIVITY_NPUS, SHAPES, WORKLOADS, Case, HbmCase, \
-    generate, hbm_cases, study_cases
+from .cases import (
+    BASELINES,
+    HBM_ENGINES,
+    HBM_NET_SCALES,
+    SENSITIVITY_NPUS,
+    SHAPES,
+    WORKLOADS,
+    Case,
+    HbmCase,
+    generate,
+    hbm_cases,
+    study_cases,
+)
 from .metrics import busy_time, comm_intervals, hbm_point, maximum, mean, network_load, utilization
 
 #: The paper's numbers (docs/paper.md, from the abstract of Rashidi et al., ISCA 2021).

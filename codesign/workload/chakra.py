@@ -33,11 +33,22 @@ waits), so that a workload written out and read back is the same workload.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..errors import SpecError, shown
-from .chakra_wire import COMM_TYPE_IDS, COMM_TYPES, NODE_TYPE_IDS, NODE_TYPES, Attr, Node, Trace, WireError, decode, encode
+from .chakra_wire import (
+    COMM_TYPE_IDS,
+    COMM_TYPES,
+    NODE_TYPE_IDS,
+    NODE_TYPES,
+    Attr,
+    Node,
+    Trace,
+    WireError,
+    decode,
+    encode,
+)
 from .llm import P2P_AS
 from .model import Comm, Compute, GraphComm, Layer, Step, TaskGraph, Workload
 
@@ -324,7 +335,7 @@ def _convert(trace: Trace, name: str, sizes: tuple[int, ...], npu: int,
     if start:
         tasks.append(Step("(start)", layer("(start)"), "idle", Compute()))
         preds.append(())
-    for i, t in sorted(task_of.items(), key=lambda kv: kv[1]):
+    for i, _ in sorted(task_of.items(), key=lambda kv: kv[1]):
         n = by_id[i]
         label = n.name or f"node{n.id}"
         own = -1 if _flag(n, PRIVATE + "no_layer") else layer(_text(n, PRIVATE + "layer") or label)

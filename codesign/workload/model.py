@@ -131,10 +131,11 @@ class GraphComm:
 @dataclass(frozen=True)
 class TaskGraph:
     """An iteration as a graph: compute ``tasks`` (steps without issues) numbered in a topological order,
-    ``preds[j]`` the tasks that must end before task j starts (all numbered below j), and the collectives. One NPU runs one task at a time, so an iteration is an
-    order of the tasks that keeps ``preds`` (and puts every collective's ``after`` before its ``before``);
-    ``program(order)`` is that iteration as a program. ``decided`` says how the workload's program order
-    was chosen, once it has been (``milp/compute_order.py``); empty while it is the trace's own order."""
+    ``preds[j]`` the tasks that must end before task j starts (all numbered below j), and the collectives.
+    One NPU runs one task at a time, so an iteration is an order of the tasks that keeps ``preds`` (and puts
+    every collective's ``after`` before its ``before``); ``program(order)`` is that iteration as a program.
+    ``decided`` says how the workload's program order was chosen, once it has been
+    (``milp/compute_order.py``); empty while it is the trace's own order."""
 
     tasks: tuple[Step, ...]
     preds: tuple[tuple[int, ...], ...]
