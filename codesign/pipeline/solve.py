@@ -126,8 +126,72 @@ def precheck(p: Problem) -> None:
                               f"{e.min_power_w():g} W (short by {e.min_power_w() - e.power_budget_w:g} W)")
 
 
+def _budgetless(p: Problem) -> Problem:
+    """``p`` without its area and power budgets: what a family's problems have in common."""
+    return dataclasses.replace(p, engine=dataclasses.replace(p.engine, area_budget_mm2=None, power_budget_w=None))
+
+
+class Family:
+    """What the solves of problems that differ only in the engine's area and power budgets share, kept
+    between them (a sweep's points along a budget axis, in one worker process).
+
+    Budgets enter a solve in two places only: the master's budget rows (right-hand sides) and which options
+    they rule out (``unusable``, options fixed out of the model). Nothing else reads them: the iteration,
+    the collectives' demands, the simulator and the any-order bound are functions of the workload and the
+    platform. So problems equal without their budgets, with the same options ruled out and the same budgets
+    set, have the same model data, the same master up to the budget rows (``Master.restart``), and the same
+    replay of every design (the simulator is deterministic). A member's solve is then the solve of the
+    problem alone, step for step: the same HiGHS calls and the same evaluations, the replays read from
+    ``replays`` instead of run again. Only ``schedule.order`` lifo or fifo and no ``extra`` hook (whose
+    changes to the master cannot be re-applied), else ``admits`` is False."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.base = _budgetless(problem)
+        self.budgets = (problem.engine.area_budget_mm2 is None, problem.engine.power_budget_w is None)
+        self.unusable = unusable(problem.engine)
+        self.md = model_data(problem)
+        self.master: Master | None = None
+        self.replays: dict[tuple[tuple[str, int], ...], tuple[Evaluation, float, Replayed]] = {}
+        self.bounds: dict[tuple[tuple[str, int], ...], tuple[float, str]] = {}
+
+    @staticmethod
+    def eligible(problem: Problem, extra: Extra | None = None) -> bool:
+        """Whether a solve of ``problem`` can share a family's work at all."""
+        return extra is None and problem.schedule.order in ("lifo", "fifo")
+
+    def admits(self, problem: Problem, extra: Extra | None = None) -> bool:
+        """Whether ``problem`` is a member: equal to the family's without budgets, the same budgets set and
+        the same options ruled out."""
+        e = problem.engine
+        return (self.eligible(problem, extra) and (e.area_budget_mm2 is None, e.power_budget_w is None) == self.budgets
+                and _budgetless(problem) == self.base and unusable(e) == self.unusable)
+
+    def data(self, problem: Problem) -> ModelData:
+        """A member's model data: the family's iteration and demands, with the member's problem."""
+        return ModelData(problem, self.md.iteration, self.md.demands, self.md._phase_cache)
+
+    def evaluator(self, md: ModelData) -> Callable[[dict[str, int]], tuple[Evaluation, float, Replayed]]:
+        """``policy_evaluator(md)``, each design replayed once for the whole family."""
+        evaluate = policy_evaluator(md)
+
+        def cached(choice: dict[str, int]) -> tuple[Evaluation, float, Replayed]:
+            key = tuple(sorted(choice.items()))
+            if key not in self.replays:
+                self.replays[key] = evaluate(choice)
+            return self.replays[key]
+        return cached
+
+    def any_order_bound_s(self, problem: Problem, design: Design, choice: dict[str, int]) -> tuple[float, str]:
+        """``any_order_bound_s`` at a design, computed once for the whole family."""
+        key = tuple(sorted(choice.items()))
+        if key not in self.bounds:
+            self.bounds[key] = any_order_bound_s(problem, design)
+        return self.bounds[key]
+
+
 def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None,
-          diagnose: bool = False, refine_s: float = 0.0, started: float | None = None) -> Solution:
+          diagnose: bool = False, refine_s: float = 0.0, started: float | None = None,
+          family: Family | None = None) -> Solution:
     """Solve ``problem``: the design whose simulated period is least (or the smallest that meets the
     target), with its steady-state schedule as simulated.
 
@@ -137,20 +201,33 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     ``refine_s``: with ``order: optimize``, seconds per design for refining dispatch priorities.
     ``started``: the ``time.perf_counter()`` the time limit counts from (the command line passes its
     own start, so the limit is the whole command's); default: now.
+    ``family``: a ``Family`` that ``problem`` belongs to (``Family.admits``), whose model data, master and
+    replays this solve uses and extends; the answer is the same as without it.
     Raises InfeasibleError (with the reason) or SolverError.
     """
     t0 = time.perf_counter() if started is None else started
     precheck(problem)
     limit = time_limit if time_limit is not None else problem.solver.time_limit_s
-    md = model_data(problem)
+    if family is not None and not family.admits(problem, extra):
+        raise ValueError("the problem is not a member of the family it was given")
+    md = family.data(problem) if family is not None else model_data(problem)
     check_ranges(md, set(unusable(problem.engine)))
     optimize = problem.schedule.order == "optimize"
-    evaluate = optimize_evaluator(md, refine_s) if optimize else policy_evaluator(md)
+    if family is not None:
+        evaluate = family.evaluator(md)
+    else:
+        evaluate = optimize_evaluator(md, refine_s) if optimize else policy_evaluator(md)
     search = Search(md, evaluate, deadline=t0 + limit, exact=not optimize)
     if time.perf_counter() >= search.deadline:
         raise SolverError(f"the time limit ({limit:g} s) passed before the search could start (loading the problem "
                           f"took {time.perf_counter() - t0:.2f} s); raise it (--time-limit)")
-    master = search.master(extra=extra)
+    if family is not None and family.master is not None and family.master.compiled is not None:
+        master = family.master
+        master.restart(md)  # as Master(md) would be built and compiled: the same solves follow
+    else:
+        master = search.master(extra=extra)
+        if family is not None:
+            family.master = master  # restartable once its first solve has compiled it
     res = search.run(master)
     if res.status == "infeasible" and not search.visits:
         raise InfeasibleError(_explain_infeasible(search, extra))
@@ -173,7 +250,7 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
         # (minimizing time, the search already evaluates the least-area design among those tied)
         chosen = _tie_break(search, master, chosen, extra)
     return _solution(md, search, master, res, chosen, status, objective, bound, custom, diagnose,
-                     time.perf_counter() - t0)
+                     time.perf_counter() - t0, family)
 
 
 def _answer(search: Search, master: Master, res: SearchResult, optimize: bool,
@@ -263,7 +340,8 @@ def schedule_of(md: ModelData, sim: SimResult) -> tuple[tuple[ScheduledTask, ...
 
 
 def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, chosen: Visit, status: str,
-              objective: float, bound: float | None, custom: bool, diagnose: bool, wall: float) -> Solution:
+              objective: float, bound: float | None, custom: bool, diagnose: bool, wall: float,
+              family: Family | None = None) -> Solution:
     p = md.problem
     choice = chosen.choice
     design = design_of(p.engine, choice)
@@ -277,7 +355,8 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
     if status == "time_limit":
         notes.append(f"time limit reached: the design is the best found, within {100 * _gap(objective, bound):.2f}% of "
                      "the bound, not proven optimal")
-    any_bound, binding = any_order_bound_s(p, design)
+    any_bound, binding = (family.any_order_bound_s(p, design, choice) if family is not None
+                          else any_order_bound_s(p, design))
     if p.schedule.order == "optimize":
         notes.append(f"no order replays faster than {format_quantity(any_bound, SECONDS)} at this design (proven, "
                      f"set by {binding}); the best order found is {100 * (T - any_bound) / T:.2f}% above it")
