@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 
 from ..errors import InfeasibleError
 from ..pipeline.solution import Solution, design_keys
-from ..pipeline.solve import Extra, solve
+from ..pipeline.solve import Extra, Family, solve
 from ..problem.model import Problem
 
 #: Per-point result columns, in SI units (area mm^2), as ``solution_row`` fills them.
@@ -41,9 +41,40 @@ class PointTask:
     time_limit: float | None = None
     extra: Extra | None = None
     checks: tuple[Check, ...] = ()
+    #: share work with the other points of its family in this process (the same answer either way)
+    reuse: bool = True
+
+
+@dataclass(frozen=True)
+class BatchTask:
+    """Several points for one worker, run one after another: points of one family (``pipeline.solve.Family``,
+    the same problem but for its budgets) share the master and the replays there, and a batch pays the
+    round trip to the worker once. ``key`` is the first point's (the runners name a task by it)."""
+
+    key: str
+    tasks: tuple[PointTask, ...]
 
 
 _SOLVE_LOCK = threading.Lock()  # one HiGHS solve per process at a time, whatever the worker's thread count
+#: How many families a worker process keeps (the most recently used): a worker keeps its families between
+#: batches, so a family whose points came in several batches is built once per worker.
+FAMILIES_KEPT = 2
+_families: list[Family] = []  # most recently used last; guarded by _SOLVE_LOCK
+
+
+def _family(task: PointTask) -> Family | None:
+    """This process's family of the task's problem (made on first use), or None if it cannot have one."""
+    if not Family.eligible(task.problem, task.extra):
+        return None
+    for f in _families:
+        if f.admits(task.problem):
+            _families.remove(f)
+            _families.append(f)
+            return f
+    f = Family(task.problem)
+    _families.append(f)
+    del _families[:-FAMILIES_KEPT]
+    return f
 
 
 def solution_row(s: Solution) -> dict[str, Any]:
@@ -62,7 +93,8 @@ def run_point(task: PointTask) -> dict[str, Any]:
     row: dict[str, Any] = {"status": "error", "error": ""}
     try:
         with _SOLVE_LOCK:
-            sol = solve(task.problem, time_limit=task.time_limit, extra=task.extra)
+            sol = solve(task.problem, time_limit=task.time_limit, extra=task.extra,
+                        family=_family(task) if task.reuse else None)
         row.update(solution_row(sol))
         for check in task.checks:
             try:
@@ -76,6 +108,28 @@ def run_point(task: PointTask) -> dict[str, Any]:
     row["worker"] = f"{socket.gethostname()}:{os.getpid()}"
     row["wall_s"] = time.perf_counter() - t0
     return row
+
+
+def run_batch(batch: BatchTask) -> dict[str, Any]:
+    """Run a batch's points in order; ``{"rows": [each point's row]}``. Never raises."""
+    return {"rows": [run_point(t) for t in batch.tasks]}
+
+
+def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], workers: int,
+            per_worker: int = 4) -> list[BatchTask]:
+    """The tasks in batches of one family each (``family_of(task)``: a hashable guess, checked by the worker),
+    no larger than an even share of ``per_worker`` batches per worker, so every worker has work to the end
+    and a slow batch does not hold the rest back."""
+    size = max(1, -(-len(tasks) // (per_worker * max(1, workers))))
+    groups: dict[Any, list[PointTask]] = {}
+    for t in tasks:
+        groups.setdefault(family_of(t), []).append(t)
+    out = []
+    for group in groups.values():
+        for i in range(0, len(group), size):
+            chunk = tuple(group[i:i + size])
+            out.append(BatchTask(chunk[0].key, chunk))
+    return out
 
 
 def error_row(message: str) -> dict[str, Any]:
