@@ -5,9 +5,10 @@
 
 The steps: ``plan`` edits the problem's YAML document at each point and validates it (so a wrong path
 or value is one SpecError before anything runs), ``run_plan`` sends the validated problems (data, never
-Pyomo models, which do not pickle) to an executor -- a local process pool by default, or Dask -- and
-appends each finished point to the results CSV as one line, so a sweep killed at any moment, even by
-SIGKILL, keeps every point it finished. A point's key is a digest of its problem's content (not its
+Pyomo models, which do not pickle) to an executor -- a local process pool by default, or Dask -- in
+batches of points that differ only in budgets (a worker shares their master and replays,
+``pipeline.solve.Family``), and appends each finished point to the results CSV as one line, so a sweep
+killed at any moment, even by SIGKILL, keeps every point its workers returned. A point's key is a digest of its problem's content (not its
 spelling: "25GB/s" and 25e9 are the same point) and of the solve options; a rerun skips keys already in
 the file. A failed point is a row with status ``error`` and its message; the sweep goes on.
 """
