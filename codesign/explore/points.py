@@ -41,8 +41,6 @@ class PointTask:
     time_limit: float | None = None
     extra: Extra | None = None
     checks: tuple[Check, ...] = ()
-    #: share work with the other points of its family in this process (the same answer either way)
-    reuse: bool = True
 
 
 @dataclass(frozen=True)
@@ -93,8 +91,7 @@ def run_point(task: PointTask) -> dict[str, Any]:
     row: dict[str, Any] = {"status": "error", "error": ""}
     try:
         with _SOLVE_LOCK:
-            sol = solve(task.problem, time_limit=task.time_limit, extra=task.extra,
-                        family=_family(task) if task.reuse else None)
+            sol = solve(task.problem, time_limit=task.time_limit, extra=task.extra, family=_family(task))
         row.update(solution_row(sol))
         for check in task.checks:
             try:
