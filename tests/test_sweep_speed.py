@@ -87,25 +87,28 @@ def test_a_restarted_master_holds_the_model_a_fresh_build_compiles():
         used.restart(model_data(dataclasses.replace(other, engine=dataclasses.replace(other.engine, power_budget_w=3.0))))
 
 
-def test_family_membership():
+def test_family_membership_and_masters():
     p = load_problem(QUICK)
     fam = Family(p)
     budget = lambda **kw: dataclasses.replace(p, engine=dataclasses.replace(p.engine, **kw))  # noqa: E731
-    assert fam.admits(p) and fam.admits(budget(area_budget_mm2=2.5))
-    assert not fam.admits(budget(area_budget_mm2=0.8))      # rules options out: another master
-    assert not fam.admits(budget(power_budget_w=9.0))       # a budget row the build has not
+    assert fam.admits(p) and fam.admits(budget(area_budget_mm2=0.8)) and fam.admits(budget(power_budget_w=9.0))
     assert not fam.admits(dataclasses.replace(p, schedule=dataclasses.replace(p.schedule, chunks=2)))
     assert not fam.admits(p, extra=lambda m, q: None)       # a hook's changes cannot be re-applied
     assert not Family.eligible(dataclasses.replace(p, schedule=dataclasses.replace(p.schedule, order="optimize")))
+    # one master per set of budgets and of options they rule out; the replays are the family's
+    for b in (2.5, 0.8, 3.0, 0.9):
+        solve(budget(area_budget_mm2=b), family=fam)
+    solve(budget(power_budget_w=9.0), family=fam)
+    assert len(fam.masters) == 3  # {2.5, 3.0}, {0.8, 0.9} (the large options out), and with a power budget
 
 
 def test_members_share_one_master_and_each_design_s_replay():
     p = load_problem(QUICK)
     fam = Family(p)
     first = solve(p, family=fam)
-    master, replays = fam.master, dict(fam.replays)
+    (master,), replays = fam.masters.values(), dict(fam.replays)
     second = solve(dataclasses.replace(p, engine=dataclasses.replace(p.engine, area_budget_mm2=2.9)), family=fam)
-    assert fam.master is master and master.compiled is not None
+    assert list(fam.masters.values()) == [master] and master.compiled is not None
     assert first.choice == second.choice and second.sim is replays[tuple(sorted(first.choice.items()))][2].sim
 
 

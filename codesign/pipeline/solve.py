@@ -133,24 +133,26 @@ def _budgetless(p: Problem) -> Problem:
 
 class Family:
     """What the solves of problems that differ only in the engine's area and power budgets share, kept
-    between them (a sweep's points along a budget axis, in one worker process).
+    between them (a sweep's points along a budget axis, or several budget axes, in one worker process).
 
     Budgets enter a solve in two places only: the master's budget rows (right-hand sides) and which options
-    they rule out (``unusable``, options fixed out of the model). Nothing else reads them: the iteration,
+    they rule out (``unusable``: options fixed out of the master). Nothing else reads them: the iteration,
     the collectives' demands, the simulator and the any-order bound are functions of the workload and the
-    platform. So problems equal without their budgets, with the same options ruled out and the same budgets
-    set, have the same model data, the same master up to the budget rows (``Master.restart``), and the same
-    replay of every design (the simulator is deterministic). A member's solve is then the solve of the
+    platform. So problems equal but for their budgets have the same model data and the same replay of every
+    design (the simulator is deterministic): one ``replays`` for all of them. Those that also set the same
+    budgets and rule out the same options have the same master up to the budget rows: one master each
+    (``masters``), restarted for every member (``Master.restart``). A member's solve is then the solve of its
     problem alone, step for step: the same HiGHS calls and the same evaluations, the replays read from
-    ``replays`` instead of run again. Only ``schedule.order`` lifo or fifo and no ``extra`` hook (whose
-    changes to the master cannot be re-applied), else ``admits`` is False."""
+    ``replays`` instead of run again. Only ``schedule.order`` lifo or fifo (optimize's evaluations are timed
+    heuristics) and no ``extra`` hook (whose changes to the master cannot be re-applied)."""
+
+    #: Masters kept per family (the most recently used): a few budgets' worth of ruled-out options.
+    MASTERS_KEPT = 4
 
     def __init__(self, problem: Problem) -> None:
         self.base = _budgetless(problem)
-        self.budgets = (problem.engine.area_budget_mm2 is None, problem.engine.power_budget_w is None)
-        self.unusable = unusable(problem.engine)
         self.md = model_data(problem)
-        self.master: Master | None = None
+        self.masters: dict[tuple, Master] = {}  # by _master_key; most recently used last
         self.replays: dict[tuple[tuple[str, int], ...], tuple[Evaluation, float, Replayed]] = {}
         self.bounds: dict[tuple[tuple[str, int], ...], tuple[float, str]] = {}
 
@@ -160,15 +162,31 @@ class Family:
         return extra is None and problem.schedule.order in ("lifo", "fifo")
 
     def admits(self, problem: Problem, extra: Extra | None = None) -> bool:
-        """Whether ``problem`` is a member: equal to the family's without budgets, the same budgets set and
-        the same options ruled out."""
+        """Whether ``problem`` is a member: equal to the family's but for the budgets."""
+        return self.eligible(problem, extra) and _budgetless(problem) == self.base
+
+    @staticmethod
+    def _master_key(problem: Problem) -> tuple:
         e = problem.engine
-        return (self.eligible(problem, extra) and (e.area_budget_mm2 is None, e.power_budget_w is None) == self.budgets
-                and _budgetless(problem) == self.base and unusable(e) == self.unusable)
+        return (e.area_budget_mm2 is None, e.power_budget_w is None, tuple(unusable(e)))
 
     def data(self, problem: Problem) -> ModelData:
         """A member's model data: the family's iteration and demands, with the member's problem."""
         return ModelData(problem, self.md.iteration, self.md.demands, self.md._phase_cache)
+
+    def master(self, md: ModelData, search: Search) -> Master:
+        """The master of a member (``md``): a kept one restarted to what ``search.master()`` would build and
+        compile, or that new master (kept once its first solve has compiled it)."""
+        key = self._master_key(md.problem)
+        master = self.masters.pop(key, None)
+        if master is not None and master.compiled is not None:
+            master.restart(md)
+        else:
+            master = search.master()
+        self.masters[key] = master
+        for old in list(self.masters)[:-self.MASTERS_KEPT]:
+            del self.masters[old]
+        return master
 
     def evaluator(self, md: ModelData) -> Callable[[dict[str, int]], tuple[Evaluation, float, Replayed]]:
         """``policy_evaluator(md)``, each design replayed once for the whole family."""
@@ -221,13 +239,7 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     if time.perf_counter() >= search.deadline:
         raise SolverError(f"the time limit ({limit:g} s) passed before the search could start (loading the problem "
                           f"took {time.perf_counter() - t0:.2f} s); raise it (--time-limit)")
-    if family is not None and family.master is not None and family.master.compiled is not None:
-        master = family.master
-        master.restart(md)  # as Master(md) would be built and compiled: the same solves follow
-    else:
-        master = search.master(extra=extra)
-        if family is not None:
-            family.master = master  # restartable once its first solve has compiled it
+    master = family.master(md, search) if family is not None else search.master(extra=extra)
     res = search.run(master)
     if res.status == "infeasible" and not search.visits:
         raise InfeasibleError(_explain_infeasible(search, extra))
