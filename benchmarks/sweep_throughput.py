@@ -114,6 +114,8 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, help="a checkout of the code to compare against (today's main)")
     ap.add_argument("--resnet50", action="store_true", help="also the 50-point ResNet-50 ACE sweep on 2 workers")
     ap.add_argument("--no-dask", action="store_true")
+    ap.add_argument("--resnet50-dask", action="store_true",
+                    help="also ResNet-50 on Dask with 1 and 2 workers, this tree only (the 1 -> 2 speed-up)")
     ap.add_argument("--pairs", type=int, default=3, help="before/after pairs per quickstart row (default 3)")
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -148,6 +150,13 @@ def main() -> None:
         spec = {"problem": RESNET, "params": RESNET_PARAMS, "executor": "local", "workers": 2}
         r = compare("local, 2", spec, base, 1)
         print(f"{r['optimal']} of {r['points']} optimal")
+    if args.resnet50_dask:
+        print("\nResNet-50 ACE, 50 points, validation on, Dask LocalCluster, this tree only")
+        walls = {}
+        for w in (1, 2):
+            spec = {"problem": RESNET, "params": RESNET_PARAMS, "executor": "dask", "workers": w}
+            walls[w] = compare(f"dask, {w}", spec, None, 1)["wall_after"]
+        print(f"speed-up 1 -> 2 workers, dask: {walls[1] / walls[2]:.2f}x")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if any(r.get("same") is False for r in res.values()):
         sys.exit(1)
