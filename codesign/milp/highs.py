@@ -72,16 +72,7 @@ def solve_model(m: pyo.ConcreteModel, spec: SolverSpec, time_limit_s: float | No
     return SolveStats(status, tc.name, inc if has else None, bound, gap, wall, model_size(m), has)
 
 
-def _new_solver():
-    """A silent HiGHS for the master, without the feasibility-jump heuristic: on the design master (tens to
-    thousands of columns, a few binaries per resource) it cost about 9 ms of every ~10 ms run, and the
-    branch and bound still proves every answer (see BENCHMARKS.md, "Sweep throughput")."""
-    h = new_highs()
-    h.setOptionValue("mip_heuristic_run_feasibility_jump", False)
-    return h
-
-
-def new_highs():
+def new_highs() -> Any:
     """A silent highspy.Highs, its start-up banner kept off stdout (``--json`` prints only JSON there)."""
     import os
     import sys
@@ -118,7 +109,7 @@ class CompiledModel:
         self.visitor = LinearRepnVisitor({}, var_recorder=VarRecorder(self.var_map, None))
         self.col: dict[int, int] = {}
         self.vars: list[Any] = []
-        self.h = _new_solver()
+        self.h = new_highs()
         self.inf = highspy.kHighsInf
         self._error = highspy.HighsStatus.kError
         # every call that builds the model in HiGHS, in order, so that ``restart`` can make the same model
@@ -157,7 +148,7 @@ class CompiledModel:
         for key, (lo, hi) in (bounds or {}).items():
             row, const = self.row_of[key]
             moved[row] = (-self.inf if lo is None else lo - const, self.inf if hi is None else hi - const)
-        self.h = _new_solver()
+        self.h = new_highs()
         row = 0
         for name, args in calls:
             if name == "addRow":
