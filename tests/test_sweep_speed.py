@@ -112,14 +112,17 @@ def test_members_share_one_master_and_each_design_s_replay():
     assert first.choice == second.choice and second.sim is replays[tuple(sorted(first.choice.items()))][2].sim
 
 
-def test_batches_keep_families_together_and_share_the_work_out():
+def test_batches_keep_families_whole_unless_too_few_to_share_out():
     tasks = [PointTask(f"k{i}", None) for i in range(12)]
-    fam = {f"k{i}": i // 4 for i in range(12)}  # three families of four
-    out = batches(tasks, lambda t: fam[t.key], workers=2)  # at most ceil(12 / 8) = 2 points a batch
+    three = {f"k{i}": i // 4 for i in range(12)}  # three families of four
+    assert [len(b.tasks) for b in batches(tasks, lambda t: three[t.key], workers=1)] == [4, 4, 4]
+    out = batches(tasks, lambda t: three[t.key], workers=2)  # 3 < 2 a worker: each family split in two
     assert [len(b.tasks) for b in out] == [2] * 6
-    assert all(len({fam[t.key] for t in b.tasks}) == 1 for b in out)
+    assert all(len({three[t.key] for t in b.tasks}) == 1 for b in out)
     assert sorted(t.key for b in out for t in b.tasks) == sorted(t.key for t in tasks)
-    assert [len(b.tasks) for b in batches(tasks, lambda t: 0, workers=1)] == [3, 3, 3, 3]
+    assert [len(b.tasks) for b in batches(tasks, lambda t: 0, workers=2)] == [3, 3, 3, 3]
+    uneven = {f"k{i}": 0 if i < 9 else i for i in range(12)}  # one family of 9, three of 1: largest first
+    assert [len(b.tasks) for b in batches(tasks, lambda t: uneven[t.key], workers=2)] == [9, 1, 1, 1]
 
 
 # ------------------------------------------------------------------ the progress bar

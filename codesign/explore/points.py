@@ -113,20 +113,22 @@ def run_batch(batch: BatchTask) -> dict[str, Any]:
 
 
 def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], workers: int,
-            per_worker: int = 4) -> list[BatchTask]:
+            per_worker: int = 2) -> list[BatchTask]:
     """The tasks in batches of one family each (``family_of(task)``: a hashable guess, checked by the worker),
-    no larger than an even share of ``per_worker`` batches per worker, so every worker has work to the end
-    and a slow batch does not hold the rest back."""
-    size = max(1, -(-len(tasks) // (per_worker * max(1, workers))))
+    largest first. A family is one batch when there are at least ``per_worker`` families per worker: a family
+    split between workers replays its designs and compiles its masters in each, which costs more than an
+    uneven share. With fewer families, each is split into enough batches for that many per worker."""
     groups: dict[Any, list[PointTask]] = {}
     for t in tasks:
         groups.setdefault(family_of(t), []).append(t)
+    parts = max(1, -(-per_worker * max(1, workers) // max(1, len(groups))))
     out = []
     for group in groups.values():
+        size = max(1, -(-len(group) // parts))
         for i in range(0, len(group), size):
             chunk = tuple(group[i:i + size])
             out.append(BatchTask(chunk[0].key, chunk))
-    return out
+    return sorted(out, key=lambda b: -len(b.tasks))  # stable: plan order among equals
 
 
 def error_row(message: str) -> dict[str, Any]:
