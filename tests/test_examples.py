@@ -35,3 +35,16 @@ def test_an_engine_registered_from_outside_replays_as_ace_without_alus_to_wait_f
             assert "buffer_bytes" in innet.to_dict()["design"]
     finally:
         ENGINES.pop("innet", None)  # the registry is the process's: leave it as the other tests expect
+
+
+def test_network_codesign_example_chooses_within_the_budgets():
+    """examples/network_codesign.py: the fastest design within the $ and area budgets, replayed; the
+    cheapest network within 10% of it no dearer and within its target."""
+    mod = runpy.run_path(str(ROOT / "examples" / "network_codesign.py"))
+    fastest, cheap, on_grid = mod["main"](str(ROOT / "problems" / "libra" / "msft1t_3d.yaml"))
+    assert fastest.status == cheap.status == on_grid.status == "optimal"
+    assert fastest.network.total <= fastest.network.budget + 1e-9
+    assert cheap.network.total <= fastest.network.total + 1e-9
+    assert cheap.iteration_time_s <= fastest.iteration_time_s * 1.10 * (1 + 1e-9)
+    assert on_grid.network.options[0] > 6 and on_grid.network.total <= on_grid.network.budget + 1e-9
+    assert on_grid.continuous_bound_s <= on_grid.iteration_time_s

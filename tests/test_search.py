@@ -155,7 +155,7 @@ def test_a_plateau_replays_the_same(w, topo, eng, chunks):
     every = designs(p.engine)
     ev, period, _ = evaluate(every[0])
     for c in every:
-        if covers(ev, c, p.engine):
+        if covers(ev, c, p.engine.resources):
             assert simulated(p, c) / TIME_UNIT == pytest.approx(period, rel=1e-9)
 
 

@@ -225,9 +225,9 @@ def _float32(x: float) -> float:
     return struct.unpack("f", struct.pack("f", x))[0]
 
 
-def load_astra_system(path: str | Path, *, confine_to: Path | None = None) -> AstraSystem:
-    """Read an ASTRA-sim 1.0 system file: one ``key: value`` per line. ``confine_to``: refuse a file outside
-    this folder."""
+def _system_keys(path: str | Path, confine_to: Path | None) -> tuple[dict[str, str], dict[str, int]]:
+    """A system file's ``key: value`` lines: (value by key, line by key); every key known, none twice, each
+    with one value, the required ones present."""
     file = str(path)
     values: dict[str, str] = {}
     lines: dict[str, int] = {}
@@ -246,6 +246,14 @@ def load_astra_system(path: str | Path, *, confine_to: Path | None = None) -> As
         if len(value.split()) != 1:
             raise SpecError(f"expected one value, got {shown(value, 20)}", file=file, path=key, line=n)
     _known_keys(values, file, _SYS_KEYS, _SYS_REQUIRED, lines)
+    return values, lines
+
+
+def load_astra_system(path: str | Path, *, confine_to: Path | None = None) -> AstraSystem:
+    """Read an ASTRA-sim 1.0 system file: one ``key: value`` per line. ``confine_to``: refuse a file outside
+    this folder."""
+    file = str(path)
+    values, lines = _system_keys(path, confine_to)
 
     def integer(key: str, default: int, minimum: int) -> int:
         if key not in values:

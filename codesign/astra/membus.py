@@ -129,57 +129,65 @@ class LogGP:
         assert self.inner is not None
         self.inner.to_ma(mr.size, False, send_back, mr.finished)
 
+    def _receive_finished(self) -> None:
+        """The front receive is in: on to processing, back out, or retired (through the inner bus if any)."""
+        front = self.receives[0]
+        self.last_trans = self.host.tick()
+        self.prev = self.cur
+        if len(self.receives) < 2:
+            self.cur = FREE
+        if front.processed:
+            front.processed = False
+            self.receives.popleft()
+            if self.inner is not None:
+                self._via_inner(front, CONSIDER_PROCESS, self.pre_process, True)
+            else:
+                self.processing.append(front)
+            if not self.processing_busy and self.processing:
+                self._start_processing()
+        elif front.send_back:
+            front.send_back = False
+            self.receives.popleft()
+            if self.inner is not None:
+                self._via_inner(front, CONSIDER_SEND_BACK, self.pre_send, True)
+            else:
+                self.sends.append(front)
+        elif self.inner is not None:
+            self._via_inner(front, CONSIDER_RETIRE, self.retirements, False)
+            self.receives.popleft()
+        else:
+            front.deliver()
+            self.receives.popleft()
+
+    def _processing_finished(self) -> None:
+        """The front request is processed: back out or retired; the next one starts."""
+        front = self.processing[0]
+        self.processing_busy = False
+        if front.send_back:
+            front.send_back = False
+            self.processing.popleft()
+            if self.inner is not None:
+                self._via_inner(front, CONSIDER_SEND_BACK, self.pre_send, True)
+            else:
+                self.sends.append(front)
+        elif self.inner is not None:
+            self._via_inner(front, CONSIDER_RETIRE, self.retirements, False)
+            self.processing.popleft()
+        else:
+            front.deliver()
+            self.processing.popleft()
+        if self.processing:
+            self._start_processing()
+
     def call(self, event: int, req: Request | None = None) -> None:
         if event == SEND_FINISHED:
             self.last_trans = self.host.tick()
             self.prev, self.cur = self.cur, FREE
             self.subsequent_reads += 1
         elif event == REC_FINISHED:
-            front = self.receives[0]
-            self.last_trans = self.host.tick()
-            self.prev = self.cur
-            if len(self.receives) < 2:
-                self.cur = FREE
-            if front.processed:
-                front.processed = False
-                self.receives.popleft()
-                if self.inner is not None:
-                    self._via_inner(front, CONSIDER_PROCESS, self.pre_process, True)
-                else:
-                    self.processing.append(front)
-                if not self.processing_busy and self.processing:
-                    self._start_processing()
-            elif front.send_back:
-                front.send_back = False
-                self.receives.popleft()
-                if self.inner is not None:
-                    self._via_inner(front, CONSIDER_SEND_BACK, self.pre_send, True)
-                else:
-                    self.sends.append(front)
-            elif self.inner is not None:
-                self._via_inner(front, CONSIDER_RETIRE, self.retirements, False)
-                self.receives.popleft()
-            else:
-                front.deliver()
-                self.receives.popleft()
+            self._receive_finished()
         elif event == PROCESSING_FINISHED:
-            front = self.processing[0]
-            self.processing_busy = False
-            if front.send_back:
-                front.send_back = False
-                self.processing.popleft()
-                if self.inner is not None:
-                    self._via_inner(front, CONSIDER_SEND_BACK, self.pre_send, True)
-                else:
-                    self.sends.append(front)
-            elif self.inner is not None:
-                self._via_inner(front, CONSIDER_RETIRE, self.retirements, False)
-                self.processing.popleft()
-            else:
-                front.deliver()
-                self.processing.popleft()
-            if self.processing:
-                self._start_processing()
+            self._processing_finished()
         elif event == CONSIDER_RETIRE:
             assert req is not None
             req.deliver()

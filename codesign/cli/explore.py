@@ -51,8 +51,9 @@ def register(sub: Any) -> dict[str, Handler]:
                    help="show the progress bar on stderr even when it is not a terminal")
     p = sub.add_parser("pareto", help="trace the Pareto front of two metrics by epsilon constraints")
     p.add_argument("problem", help="problem YAML file")
-    p.add_argument("--x", default="area", choices=("area", "power", "iteration_time"), help="x axis (default area)")
-    p.add_argument("--y", default="iteration_time", choices=("area", "power", "iteration_time"),
+    p.add_argument("--x", default="area", choices=("area", "power", "iteration_time", "network_cost"),
+                   help="x axis (default area)")
+    p.add_argument("--y", default="iteration_time", choices=("area", "power", "iteration_time", "network_cost"),
                    help="y axis (default iteration_time)")
     p.add_argument("--points", type=int, metavar="N", help="N evenly spaced epsilons (default: every corner)")
     p.add_argument("--out", metavar="PNG", help="the plot (default: pareto_<problem>.png here)")
@@ -204,8 +205,7 @@ def sweep_command(args: argparse.Namespace) -> int:
 
 
 def pareto_command(args: argparse.Namespace) -> int:
-    from ..explore.pareto import metric, pareto_front
-    from ..pipeline.solution import design_text
+    from ..explore.pareto import metric, pareto_front, point_text
     from ..problem.load import load_problem
 
     problem = load_problem(args.problem, solver_profile=args.solver, confine=args.confine)
@@ -218,17 +218,24 @@ def pareto_command(args: argparse.Namespace) -> int:
                              progress=lambda n, f: bar.update(n, None, time.perf_counter() - t0, fraction=f))
     finally:
         bar.close()
-    show = {"iteration_time": ("ms", 1e3), "area": ("mm^2", 1.0), "power": ("W", 1.0)}
+    show = {"iteration_time": ("ms", 1e3), "area": ("mm^2", 1.0), "power": ("W", 1.0),
+            "network_cost": (problem.network.unit if problem.network is not None else "", 1.0)}
     (ux, sx), (uy, sy) = show[front.x], show[front.y]
     print(f"Pareto front of {front.y} against {front.x}: {len(front.points)} designs ({front.method}, "
           f"{front.solves} solves)")
     for p in front.points:
-        print(f"  {front.x} {p.x * sx:9.4g} {ux:5s} {front.y} {p.y * sy:9.4g} {uy:5s} {design_text(p.solution.design)}"
+        print(f"  {front.x} {p.x * sx:9.4g} {ux:5s} {front.y} {p.y * sy:9.4g} {uy:5s} {point_text(p.solution)}"
               + (f"  <- {p.role}" if p.role else ""))
+    if {front.x, front.y} == {"network_cost", "iteration_time"} and front.points and args.points is None:
+        # LIBRA's performance per cost: T x cost grows with each, so its least is a point of the exact front
+        best = min(front.points, key=lambda p: p.x * p.y)
+        cost = metric(best.solution, "network_cost")
+        print(f"perf per cost   least iteration time x network cost on the front: {cost:.4g} {problem.network.unit}, "
+              f"{best.solution.iteration_time_s * 1e3:.4g} ms: {point_text(best.solution)}")
     if front.as_posed is not None:
         a = front.as_posed
         print(f"as posed        {front.x} {metric(a, front.x) * sx:.4g} {ux}, {front.y} {metric(a, front.y) * sy:.4g} {uy}: "
-              f"{design_text(a.design)}")
+              f"{point_text(a)}")
     with writing(out):
         front.plot(out)
     print(f"plot            {out}")

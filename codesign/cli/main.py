@@ -54,7 +54,8 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--confine", action="store_true", help=CONFINE_HELP + "; with --astra-*, the working folder's")
     from .explore import register as register_sweep  # sweep | pareto | shadow
     from .study import register as register_reproduce  # reproduce
-    ap.set_defaults(more_handlers={**register_sweep(sub), **register_reproduce(sub)})
+    from .chakra import register as register_chakra  # export-chakra
+    ap.set_defaults(more_handlers={**register_sweep(sub), **register_reproduce(sub), **register_chakra(sub)})
     return ap
 
 
@@ -67,6 +68,7 @@ def _solve(args: argparse.Namespace) -> int:
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise_usage("--time-limit must be a positive number of seconds")
     problem = load_problem(args.problem, solver_profile=args.solver, confine=args.confine)
+    problem = _compute_ordered(problem)
     if args.refine < 0 or not math.isfinite(args.refine):
         raise_usage("--refine must be a non-negative number of seconds")
     out = output_dir(args.out) if args.out else None  # a wrong --out is found now, not after the solve
@@ -98,6 +100,15 @@ def _solve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compute_ordered(problem: Any) -> Any:
+    """A task graph's workload (a Chakra trace) in the compute order the solver chooses (milp/compute_order.py),
+    so that what is solved, replayed and reported is the same program; any other problem as it is."""
+    if problem.workload.task_graph is None:
+        return problem
+    from ..milp.compute_order import with_compute_order
+    return with_compute_order(problem)[0]
+
+
 def raise_usage(msg: str) -> None:
     raise SpecError(msg)
 
@@ -117,8 +128,13 @@ def _validate(args: argparse.Namespace) -> int:
     sized = ", ".join(f"{r} ({len(o)} options)" for r, o in p.engine.resources.items()) or "nothing"
     swept = (f"; sweep of {len(sweep.plan.points)} points ({sweep.mode.replace('_', '-')}) over "
              f"{', '.join(q.path for q in sweep.plan.params)}" if sweep is not None else "")
+    net = p.network
+    bws = ("" if net is None else " sizing bandwidth " + ", ".join(
+        f"{d.name} ({len(b)} {'options' if t is None else 'grid points'})"
+        for d, b, t in zip(p.topology.dims, net.bandwidths, net.tolerance) if len(b) > 1)
+        + (f" under {net.budget:g} {net.unit}" if net.budget is not None else ""))
     print(f"{args.problem}: valid. {p.workload.name}: {len(p.workload.layers)} layers ({p.workload.parallelism}), "
-          f"{len(it.comms)} collectives; network {p.topology.shape} ({p.topology.npus} NPUs); "
+          f"{len(it.comms)} collectives; network {p.topology.shape} ({p.topology.npus} NPUs){bws}; "
           f"{p.engine.kind} engine sizing {sized}; minimize {p.objective.minimize.replace('_', ' ')}{swept}")
     return 0
 
@@ -135,13 +151,14 @@ def _simulate(args: argparse.Namespace) -> int:
     from ..report.plots import timeline_png
     from ..report.text import simulation_summary
     from ..sim.replay import simulate
-    from .simulate_inputs import design_and_order
+    from .simulate_inputs import design_and_order, network_at
 
     if args.iterations < 4:
         raise_usage("--iterations must be at least 4 (two to settle, two to measure)")
-    problem = load_problem(args.problem, confine=args.confine)
-    design, order = design_and_order(problem, args.solution,
-                                     confine_to=Path(args.problem).resolve().parent if args.confine else None)
+    problem = _compute_ordered(load_problem(args.problem, confine=args.confine))
+    confine_to = Path(args.problem).resolve().parent if args.confine else None
+    design, order = design_and_order(problem, args.solution, confine_to=confine_to)
+    problem = network_at(problem, args.solution, confine_to=confine_to)  # open bandwidths: the solution's
     out = output_dir(args.out) if args.out else None
     res = simulate(problem, design, order=order, iterations=args.iterations)
     doc = simulation_doc(problem, design, res)
@@ -153,6 +170,8 @@ def _simulate(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
     else:
         print(simulation_summary(problem, design, res))
+        if problem.workload.task_graph is not None:
+            print(f"note: {problem.workload.task_graph.decided}")
     return 0
 
 

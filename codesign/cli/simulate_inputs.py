@@ -6,7 +6,8 @@ from pathlib import Path
 from ..errors import SpecError, shown
 from ..pipeline.solution import design_keys
 from ..platform.endpoint import Design, design_of
-from ..problem.model import Problem
+from ..platform.network import key
+from ..problem.model import Problem, at_design
 from ..schedule.iteration import Order, build_iteration
 from ..spec.files import parse_json, read_user_file
 
@@ -48,6 +49,40 @@ def design_and_order(problem: Problem, solution_path: str | None, *,
     if seq is not None:
         order = _order(seq, len(build_iteration(problem.workload, problem.schedule.overlap).comms), file, "priority")
     return design_of(eng, choice), order
+
+
+def network_at(problem: Problem, solution_path: str | None, *, confine_to: Path | None = None) -> Problem:
+    """The problem with its network fixed for a replay: a problem without open bandwidths as it is; with
+    them, the bandwidths a saved solution chose (its ``network`` section), else an error naming the first
+    open dimension."""
+    net = problem.network
+    if net is None or not net.sized:
+        return problem
+    if solution_path is None:
+        d = next(d for d, b in enumerate(net.bandwidths) if len(b) > 1)
+        raise SpecError(f"{len(net.bandwidths[d])} bandwidths: fix each dimension's bandwidth to one value to "
+                        "simulate the problem, or pass --solution from 'solve --out'",
+                        file=problem.path, path=f"topology.dims[{d}].bandwidth")
+    file = str(solution_path)
+    doc = parse_json(read_user_file(solution_path, what="solution file", confine_to=confine_to), file,
+                     "solution JSON file")
+    dims = doc.get("network", {}).get("dims") if isinstance(doc, dict) and isinstance(doc.get("network"), dict) \
+        else None
+    if not isinstance(dims, list) or len(dims) != len(net.bandwidths):
+        raise SpecError(f"expected the chosen bandwidth of each of the problem's {len(net.bandwidths)} dimensions "
+                        "(the solution of a problem with open bandwidths)", file=file, path="network.dims")
+    choice = {}
+    for d, opts in enumerate(net.bandwidths):
+        v = dims[d].get("link_bandwidth_bytes_per_s") if isinstance(dims[d], dict) else None
+        where = f"network.dims[{d}].link_bandwidth_bytes_per_s"
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise SpecError(f"expected a number, got {shown(v)}", file=file, path=where)
+        match = [i for i, bw in enumerate(opts) if abs(bw - v) <= 1e-9 * max(abs(v), 1.0)]
+        if not match:
+            raise SpecError(f"{shown(v)} is not one of the problem's bandwidths for dimension {d}", file=file,
+                            path=where)
+        choice[key(d)] = match[0]
+    return at_design(problem, choice)
 
 
 def _order(seq: object, count: int, file: str, where: str) -> Order:

@@ -1,4 +1,4 @@
-"""Pareto fronts between two of iteration time, area and power, by epsilon constraints.
+"""Pareto fronts between two of iteration time, area, power and network cost, by epsilon constraints.
 
 The method: every point of the front is a lexicographic optimum, "minimize y subject to x <= eps, then
 minimize x subject to that y", so no point is dominated by another design at the same order. The two
@@ -11,9 +11,9 @@ end instead, which may skip corners but bounds the number of solves. The problem
 on y) is lifted to trace the whole front; its other budgets and constraints stay. Its own answer, "as
 posed", is marked on the picture.
 
-Epsilon constraints use the problem's own knobs: an area or power budget, or the iteration-time target
-(so no extra hook is needed, and any ``extra`` the caller gives is applied at every solve). Iteration
-times are in seconds, area in mm^2, power in W.
+Epsilon constraints use the problem's own knobs: an area, power or network cost budget, or the
+iteration-time target (so no extra hook is needed, and any ``extra`` the caller gives is applied at every
+solve). Iteration times are in seconds, area in mm^2, power in W, network cost in the problem's unit.
 """
 from __future__ import annotations
 
@@ -27,15 +27,30 @@ from ..pipeline.solution import Solution, design_text
 from ..pipeline.solve import Extra, solve
 from ..problem.model import Objective, Problem
 
-METRICS = ("iteration_time", "area", "power")
-LABELS = {"iteration_time": "iteration time (ms)", "area": "area (mm^2)", "power": "power (W)"}
-SHOW = {"iteration_time": 1e3, "area": 1.0, "power": 1.0}  # SI -> the plotted unit
+METRICS = ("iteration_time", "area", "power", "network_cost")
+LABELS = {"iteration_time": "iteration time (ms)", "area": "area (mm^2)", "power": "power (W)",
+          "network_cost": "network cost"}
+SHOW = {"iteration_time": 1e3, "area": 1.0, "power": 1.0, "network_cost": 1.0}  # SI -> the plotted unit
 REL = 1e-7     # the lexicographic second stage keeps the first objective within this (as solve's own does)
 STEP = 1e-4    # the exact walk asks for x this much below the last point (mm^2 or W; above the MIP tolerance)
+#: ... and at least this fraction of it: HiGHS scales a budget row, so a network cost of thousands of
+#: dollars needs a hair relative to its size to stay above the feasibility tolerance
+REL_STEP = 1e-5
+
+
+def _hair(v: float) -> float:
+    return max(STEP, REL_STEP * abs(v))
 
 
 def metric(s: Solution, name: str) -> float:
+    if name == "network_cost":
+        return s.network.total if s.network is not None else 0.0
     return {"iteration_time": s.iteration_time_s, "area": s.area_mm2, "power": s.power_w}[name]
+
+
+def point_text(s: Solution) -> str:
+    """A front point's design: the endpoint's, and the network's bandwidths when it has a design space."""
+    return design_text(s.design) + (f"; {s.network.text()}" if s.network is not None else "")
 
 
 @dataclass(frozen=True)
@@ -67,22 +82,26 @@ class ParetoFront:
 
         return pd.DataFrame([{self.x: p.x, self.y: p.y, "role": p.role, "iteration_time_s": p.solution.iteration_time_s,
                               "area_mm2": p.solution.area_mm2, "power_w": p.solution.power_w,
-                              "design": design_text(p.solution.design), "status": p.solution.status} for p in self.points])
+                              "network_cost": metric(p.solution, "network_cost"),
+                              "design": point_text(p.solution), "status": p.solution.status} for p in self.points])
 
     def plot(self, path: str | Path) -> Path:
         return plot_front(self, Path(path))
 
 
 def _limited(problem: Problem, first: str, limits: dict[str, float | None]) -> Problem:
-    """``problem`` minimizing ``first`` with the area and power budgets of ``limits`` (None: no budget); an
-    ``iteration_time`` entry (None) drops the problem's own iteration-time target."""
+    """``problem`` minimizing ``first`` with the area, power and network cost budgets of ``limits`` (None:
+    no budget); an ``iteration_time`` entry (None) drops the problem's own iteration-time target."""
     eng = problem.engine
     area = limits.get("area", eng.area_budget_mm2)
     power = limits.get("power", eng.power_budget_w)
     target = None if "iteration_time" in limits else problem.objective.iteration_time_target_s
     obj = Objective(first, target if first != "iteration_time" else None)
+    net = problem.network
+    if net is not None and "network_cost" in limits:
+        net = dataclasses.replace(net, budget=limits["network_cost"])
     return dataclasses.replace(problem, engine=dataclasses.replace(eng, area_budget_mm2=area, power_budget_w=power),
-                               objective=obj)
+                               objective=obj, network=net)
 
 
 #: ``progress(solves, fraction)``: after each solve, how many so far and the share of the front traced (0..1).
@@ -130,7 +149,7 @@ class _Tracer:
 def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *, points: int | None = None,
                  time_limit: float | None = None, extra: Extra | None = None, max_points: int = 60,
                  progress: FrontProgress | None = None) -> ParetoFront:
-    """Trace the front of ``y`` against ``x`` (each of iteration_time, area, power) by epsilon constraints
+    """Trace the front of ``y`` against ``x`` (each of iteration_time, area, power, network_cost) by epsilon constraints
     (module docstring). ``points``: None walks the front exactly (at most ``max_points`` points); N uses N
     evenly spaced epsilons. ``progress(solves, fraction)`` is called after every solve; the fraction is the
     share of the epsilon's range between the two ends walked so far (the number of corners is not known in
@@ -140,6 +159,9 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
             raise SpecError(f"--{name}: expected one of {', '.join(METRICS)}, got {m!r}")
     if x == y:
         raise SpecError(f"--x and --y must differ, both are {x!r}")
+    if "network_cost" in (x, y) and problem.network is None:
+        raise SpecError("network_cost: the problem has no network design space (give a dimension a list or range "
+                        "of bandwidths and a cost_per_gbps)")
     if points is not None and points < 2:
         raise SpecError(f"--points: expected at least 2 (the two ends), got {points}")
     # the epsilon goes on area or power, never on time (the same front, and no time target; see lex)
@@ -154,10 +176,10 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
     span = metric(hi, e) - e_lo
     if points is None:
         cur = hi
-        while metric(cur, e) > e_lo + STEP and len(found) < max_points:
+        while metric(cur, e) > e_lo + _hair(e_lo) and len(found) < max_points:
             tr.fraction = (metric(hi, e) - metric(cur, e)) / span if span > 0 else 1.0
             try:
-                nxt = tr.lex(o, e, {**free, e: metric(cur, e) - STEP})
+                nxt = tr.lex(o, e, {**free, e: metric(cur, e) - _hair(metric(cur, e))})
             except InfeasibleError:
                 break
             if metric(nxt, e) >= metric(cur, e):  # no progress (a solver tolerance): stop rather than loop
@@ -191,11 +213,9 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
         posed = tr.posed()
     except InfeasibleError:
         posed = None
-        posed = solve(problem, time_limit=time_limit, extra=extra)
-    except InfeasibleError:
-        posed = None
     budget = {"area": problem.engine.area_budget_mm2, "power": problem.engine.power_budget_w,
-              "iteration_time": problem.objective.iteration_time_target_s}[x]
+              "iteration_time": problem.objective.iteration_time_target_s,
+              "network_cost": problem.network.budget if problem.network is not None else None}[x]
     return ParetoFront(x, y, pts, posed, method, tr.solves, budget, dropped)
 
 
@@ -228,7 +248,7 @@ def plot_front(front: ParetoFront, path: Path) -> Path:
     ax.step(xs, ys, where="post", color="#4C72B0", linewidth=1.2, alpha=0.7)
     ax.plot(xs, ys, "o", color="#4C72B0", markersize=5, label="Pareto-optimal designs")
     for p, px, py in zip(front.points, xs, ys):
-        ax.annotate(design_text(p.solution.design), (px, py), textcoords="offset points", xytext=(4, 4), fontsize=6)
+        ax.annotate(point_text(p.solution), (px, py), textcoords="offset points", xytext=(4, 4), fontsize=6)
     for p, px, py in zip(front.points, xs, ys):
         if p.role:
             ax.plot(px, py, "s", markersize=10, markerfacecolor="none", markeredgecolor="#DD8452", markeredgewidth=1.5)

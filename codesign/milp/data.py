@@ -12,8 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..platform.costs import CollectiveDemands, collective_demands, compute_time_terms, phase_demand, resource_time
-from ..platform.endpoint import Engine
+from ..platform.endpoint import Engine, Option
 from ..platform.engines import engine_kind
+from ..platform.network import key as net_key
+from ..platform.network import topology_at
 from ..problem.model import Problem
 from ..schedule.iteration import Iteration, build_iteration
 
@@ -41,10 +43,51 @@ class ModelData:
     iteration: Iteration
     demands: list[CollectiveDemands]
     _phase_cache: dict = field(default_factory=dict, repr=False)
+    #: True: a ranged dimension's option o stands for every bandwidth of its grid cell [bw_o, bw_o+1], so
+    #: its link times are taken at the cell's upper end (its cost stays at the lower): the master then
+    #: bounds every bandwidth of the range, not only the grid's (``pipeline.solve.continuous_bound_us``)
+    cells: bool = False
 
     @property
     def engine(self) -> Engine:
         return self.problem.engine
+
+    @property
+    def space(self) -> dict[str, tuple[Option, ...]]:
+        """The design space: the engine's resources and, with a network design space, each dimension's
+        bandwidths as ``bw[d]`` (options without area or power). A design is one option of each."""
+        p = self.problem
+        if p.network is None:
+            return dict(p.engine.resources)
+        return {**p.engine.resources, **p.network.resources(p.topology)}
+
+    @property
+    def sized(self) -> list[str]:
+        """The names in ``space`` with more than one option: where the master decides."""
+        return [r for r, opts in self.space.items() if len(opts) > 1]
+
+    def link_term(self, k: int, i: int) -> Term:
+        """A chunk's link time in phase i of collective k (model units): a constant, or per option of its
+        dimension's bandwidth when the network leaves it open (``costs.link_time`` on the topology with
+        that bandwidth; the demands hold it at the largest)."""
+        hit = self._phase_cache.get(("link", k, i))
+        if hit is None:
+            p, dem = self.problem, self.demands[k]
+            d = dem.phase_dims[i]
+            net = p.network
+            if net is None or len(net.bandwidths[d]) == 1:
+                hit = Term(None, (dem.phase_link_s[i] / TIME_UNIT,))
+            else:
+                comm = self.iteration.comms[k].comm
+                coeffs = []
+                n = len(net.bandwidths[d])
+                ranged = self.cells and net.tolerance and net.tolerance[d] is not None
+                for o in range(n):
+                    topo = topology_at(p.topology, net, {net_key(d): min(o + 1, n - 1) if ranged else o})
+                    coeffs.append(collective_demands(comm, topo, p.engine, dem.chunks).phase_link_s[i] / TIME_UNIT)
+                hit = Term(net_key(d), tuple(coeffs))
+            self._phase_cache["link", k, i] = hit
+        return hit
 
     def phase_terms(self, k: int, i: int) -> list[Term]:
         """The endpoint times of a chunk in phase i of collective k, one Term per pool it asks something of
@@ -68,8 +111,9 @@ class ModelData:
         largest of its link time and its endpoint terms at the chosen options (``pools.alone_rate``)."""
         out = {}
         for k, dem in enumerate(self.demands):
-            for i, link in enumerate(dem.phase_link_s):
-                v = link / TIME_UNIT
+            for i in range(len(dem.phase_link_s)):
+                lt = self.link_term(k, i)
+                v = lt.coeffs[choice[lt.resource]] if lt.resource is not None else lt.coeffs[0]
                 for t in self.phase_terms(k, i):
                     v = max(v, t.coeffs[choice[t.resource]] if t.resource is not None else t.coeffs[0])
                 out[k, i] = v
@@ -114,7 +158,8 @@ def check_ranges(md: ModelData, unusable: set[tuple[str, int]] = frozenset()) ->
                             f"up to {MAX_TASK_US * TIME_UNIT:.3g} s (a unit missing or wrong?)", path="workload", **where)
     for k, dem in enumerate(md.demands):
         name = md.iteration.comms[k].name
-        for i, link in enumerate(dem.phase_link_s):
+        for i in range(len(dem.phase_link_s)):
+            link = max(md.link_term(k, i).coeffs) * TIME_UNIT  # at the smallest bandwidth an open dimension takes
             if too_long(link / TIME_UNIT):
                 d = dem.phase_dims[i]
                 raise SpecError(f"a chunk of {name} takes {link:.3g} s on this dimension's links; codesign holds tasks "
@@ -130,5 +175,9 @@ def check_ranges(md: ModelData, unusable: set[tuple[str, int]] = frozenset()) ->
 
 def model_data(problem: Problem) -> ModelData:
     it = build_iteration(problem.workload, problem.schedule.overlap)
-    dem = [collective_demands(c.comm, problem.topology, problem.engine, problem.schedule.chunks) for c in it.comms]
+    topo = problem.topology
+    net = problem.network
+    if net is not None:  # link times at every open dimension's largest bandwidth: constants that bound every option's
+        topo = topology_at(topo, net, {net_key(d): len(b) - 1 for d, b in enumerate(net.bandwidths)})
+    dem = [collective_demands(c.comm, topo, problem.engine, problem.schedule.chunks) for c in it.comms]
     return ModelData(problem, it, dem)

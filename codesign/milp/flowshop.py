@@ -148,82 +148,87 @@ def replay_bound(problem: Problem, design: Design) -> ReplayBound:
     return ReplayBound(max(terms.values()), terms)
 
 
+class _ListSchedule:
+    """The event loop of ``list_schedule``: per dimension a queue by (rank, arrival), the chunks waiting
+    for SRAM by (rank, arrival), and events (time, seq, kind, k, c), kind 0 a release, 1 a phase's end."""
+
+    def __init__(self, fs: FlowShop, priority: list[int]) -> None:
+        self.fs, self.m = fs, fs.chunks
+        K = len(fs.dims)
+        self.rank = {k: i for i, k in enumerate(priority)}
+        self.events: list[tuple[float, int, int, int, int]] = [(fs.base.release[k], k, 0, k, -1) for k in range(K)]
+        self.seq = K
+        heapq.heapify(self.events)
+        self.queues: list[list] = [[] for _ in range(fs.ndims)]
+        self.busy = [False] * fs.ndims
+        self.phase: dict[tuple[int, int], int] = {}   # (k, c) -> phase index in progress or queued
+        self.left = [self.m] * K
+        self.done = np.full(K, -np.inf)
+        self.sram_free = fs.sram if math.isfinite(fs.sram) else math.inf
+        self.admit: list = []                          # (rank, arrival, k, c)
+        self.arrivals = 0
+
+    def enqueue(self, k: int, c: int) -> None:
+        self.arrivals += 1
+        heapq.heappush(self.queues[self.fs.dims[k][self.phase[(k, c)]]], (self.rank[k], self.arrivals, k, c))
+
+    def admit_chunks(self) -> None:
+        fs = self.fs
+        while self.admit and fs.sram_hold[self.admit[0][2]] <= self.sram_free * (1 + 1e-12):
+            _, _, k, c = heapq.heappop(self.admit)
+            self.sram_free -= fs.sram_hold[k]
+            self.phase[(k, c)] = 0
+            self.enqueue(k, c)
+
+    def start(self, now: float) -> None:
+        for d in range(self.fs.ndims):
+            if not self.busy[d] and self.queues[d]:
+                _, _, k, c = heapq.heappop(self.queues[d])
+                self.busy[d] = True
+                self.seq += 1
+                heapq.heappush(self.events, (now + self.fs.alone[k][self.phase[(k, c)]], self.seq, 1, k, c))
+
+    def step(self, now: float, kind: int, k: int, c: int) -> None:
+        fs = self.fs
+        if kind == 0:                 # a release: its chunks queue for the SRAM
+            if not fs.dims[k]:
+                self.done[k] = now
+                return
+            for cc in range(self.m):
+                self.arrivals += 1
+                heapq.heappush(self.admit, (self.rank[k], self.arrivals, k, cc))
+            self.admit_chunks()
+            return
+        self.busy[fs.dims[k][self.phase[(k, c)]]] = False   # a chunk-phase ends
+        self.phase[(k, c)] += 1
+        if self.phase[(k, c)] < len(fs.dims[k]):
+            self.enqueue(k, c)
+            return
+        self.sram_free += fs.sram_hold[k]
+        self.left[k] -= 1
+        if self.left[k] == 0:
+            self.done[k] = now
+        self.admit_chunks()
+
+    def period(self) -> float:
+        events = self.events
+        while events:
+            now, _, kind, k, c = heapq.heappop(events)
+            batch = [(kind, k, c)]
+            # everything that ends at this instant ends before anything starts (as the replay's tick does)
+            while events and events[0][0] <= now + 1e-9:
+                batch.append(heapq.heappop(events)[2:])
+            for kind, k, c in batch:
+                self.step(now, kind, k, c)
+            self.start(now)
+        return self.fs.base.period(float(np.max(self.done - self.fs.base.due)) if len(self.fs.dims) else -np.inf)
+
+
 def list_schedule(fs: FlowShop, priority: list[int]) -> float:
     """The flow shop's period (us) under ``priority`` (collectives, highest first): each dimension
     serves, whenever it frees, the waiting chunk-phase of highest priority (then earliest arrival); a
     chunk enters when the SRAM has room (in priority order); every chunk-phase takes its alone time."""
-    b, m, K = fs.base, fs.chunks, len(fs.dims)
-    rank = {k: i for i, k in enumerate(priority)}
-    events: list[tuple[float, int, int, int, int]] = []   # (time, seq, kind, k, c): 0 release, 1 phase done
-    seq = 0
-    for k in range(K):
-        events.append((b.release[k], seq, 0, k, -1))
-        seq += 1
-    heapq.heapify(events)
-    queues: list[list] = [[] for _ in range(fs.ndims)]
-    busy = [False] * fs.ndims
-    phase = {}                      # (k, c) -> phase index in progress or queued
-    left = [m] * K
-    done = np.full(K, -np.inf)
-    sram_free = fs.sram if math.isfinite(fs.sram) else math.inf
-    admit: list = []                # (rank, seq, k, c)
-    arrivals = 0
-
-    def enqueue(k: int, c: int) -> None:
-        nonlocal arrivals
-        arrivals += 1
-        heapq.heappush(queues[fs.dims[k][phase[(k, c)]]], (rank[k], arrivals, k, c))
-
-    def admit_chunks() -> None:
-        nonlocal sram_free
-        while admit and fs.sram_hold[admit[0][2]] <= sram_free * (1 + 1e-12):
-            _, _, k, c = heapq.heappop(admit)
-            sram_free -= fs.sram_hold[k]
-            phase[(k, c)] = 0
-            enqueue(k, c)
-
-    def start(now: float) -> None:
-        nonlocal seq
-        for d in range(fs.ndims):
-            if not busy[d] and queues[d]:
-                _, _, k, c = heapq.heappop(queues[d])
-                busy[d] = True
-                seq += 1
-                heapq.heappush(events, (now + fs.alone[k][phase[(k, c)]], seq, 1, k, c))
-
-    def step(now: float, kind: int, k: int, c: int) -> None:
-        nonlocal sram_free
-        if kind == 0:                 # a release: its chunks queue for the SRAM
-            if not fs.dims[k]:
-                done[k] = now
-                return
-            nonlocal arrivals
-            for cc in range(m):
-                arrivals += 1
-                heapq.heappush(admit, (rank[k], arrivals, k, cc))
-            admit_chunks()
-            return
-        busy[fs.dims[k][phase[(k, c)]]] = False   # a chunk-phase ends
-        phase[(k, c)] += 1
-        if phase[(k, c)] < len(fs.dims[k]):
-            enqueue(k, c)
-            return
-        sram_free += fs.sram_hold[k]
-        left[k] -= 1
-        if left[k] == 0:
-            done[k] = now
-        admit_chunks()
-
-    while events:
-        now, _, kind, k, c = heapq.heappop(events)
-        batch = [(kind, k, c)]
-        # everything that ends at this instant ends before anything starts (as the replay's tick does)
-        while events and events[0][0] <= now + 1e-9:
-            batch.append(heapq.heappop(events)[2:])
-        for kind, k, c in batch:
-            step(now, kind, k, c)
-        start(now)
-    return b.period(float(np.max(done - b.due)) if K else -np.inf)
+    return _ListSchedule(fs, priority).period()
 
 
 def refine_priority(fs: FlowShop, starts: list[list[int]], budget_s: float, seed: int = 0) -> tuple[list[int], float]:

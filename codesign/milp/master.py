@@ -53,6 +53,7 @@ import pyomo.environ as pyo
 
 from ..platform.costs import compute_time_terms
 from ..platform.engines import engine_kind
+from ..platform.network import key as net_key
 from ..platform.pools import sram_need
 from ..problem.model import SolverSpec
 from .data import TIME_UNIT, ModelData, Term
@@ -102,8 +103,10 @@ class Master:
         self.md = md
         p = md.problem
         self.engine = p.engine
+        self.network = p.network
         self.chunks = p.schedule.chunks
-        self.sized = list(self.engine.sized)
+        self.space = md.space  # the engine's resources and the network's open dimensions (bw[d])
+        self.sized = md.sized
         self.nph = [len(d.phase_dims) for d in md.demands]
         self.compute_us = nominal_compute_us(md)
         self.P = float(sum(self.compute_us))
@@ -132,12 +135,12 @@ class Master:
         return sum(c * self.model.y[t.resource, o] for o, c in enumerate(t.coeffs))
 
     def _design(self, m: pyo.ConcreteModel) -> None:
-        eng = self.engine
+        eng, space = self.engine, self.space
         m.RES = pyo.Set(initialize=self.sized, ordered=True)
-        pairs = [(r, o) for r in self.sized for o in range(len(eng.options(r)))]
+        pairs = [(r, o) for r in self.sized for o in range(len(space[r]))]
         m.OPT = pyo.Set(initialize=pairs, dimen=2, ordered=True)
         m.y = pyo.Var(m.OPT, domain=pyo.Binary)
-        m.one_option = pyo.Constraint(m.RES, rule=lambda m, r: sum(m.y[r, o] for o in range(len(eng.options(r)))) == 1)
+        m.one_option = pyo.Constraint(m.RES, rule=lambda m, r: sum(m.y[r, o] for o in range(len(space[r]))) == 1)
 
         def choice_sum(attr: str):
             total = getattr(eng, f"fixed_{attr}")
@@ -156,7 +159,33 @@ class Master:
             m.area_budget = pyo.Constraint(expr=m.area <= eng.area_budget_mm2)
         if eng.power_budget_w is not None:
             m.power_budget = pyo.Constraint(expr=m.power <= eng.power_budget_w)
+        self._network(m)
         m.T = pyo.Var(domain=pyo.NonNegativeReals)
+
+    def _network(self, m: pyo.ConcreteModel) -> None:
+        """The network's cost (the problem's unit), linear in the bandwidth binaries, under its budget:
+        binaries times constants, so exact (``platform/network.Network.dim_cost``)."""
+        net, topo = self.network, self.md.problem.topology
+        if net is None:
+            m.network_cost = pyo.Expression(expr=0.0)
+            return
+        total = 0.0
+        for d in range(len(net.bandwidths)):
+            costs = net.option_costs(topo, d)
+            r = net_key(d)
+            total = total + (sum(c * m.y[r, o] for o, c in enumerate(costs)) if r in self.sized else costs[0])
+        m.network_cost = pyo.Expression(expr=total)
+        if net.budget is not None:
+            floor = net.min_cost(topo)
+            for d in range(len(net.bandwidths)):
+                r = net_key(d)
+                if r not in self.sized:
+                    continue
+                costs = net.option_costs(topo, d)
+                for o, c in enumerate(costs):  # options no other dimensions' choice can pay for
+                    if floor - min(costs) + c > net.budget * (1 + 1e-12) + 1e-12:
+                        m.y[r, o].fix(0)
+            m.network_budget = pyo.Constraint(expr=m.network_cost <= net.budget * (1 + 1e-12) + 1e-12)
 
     def _phases(self, m: pyo.ConcreteModel) -> None:
         md = self.md
@@ -165,9 +194,9 @@ class Master:
         m.phase_bound = pyo.ConstraintList()
         self.max_phase_us: dict[tuple[int, int], float] = {}
         for k, i in ki:
-            link = md.demands[k].phase_link_s[i] / TIME_UNIT
-            m.phase_bound.add(m.phase_time[k, i] >= link)
-            worst = link
+            lt = md.link_term(k, i)  # a constant, or per option of an open dimension's bandwidth
+            m.phase_bound.add(m.phase_time[k, i] >= self.lin(lt))
+            worst = max(lt.coeffs)
             for t in md.phase_terms(k, i):
                 m.phase_bound.add(m.phase_time[k, i] >= self.lin(t))
                 worst = max(worst, max(t.coeffs))
@@ -265,7 +294,8 @@ class Master:
         self.time_target_us = target_s / TIME_UNIT if target_s is not None and what != "iteration_time" else None
         if target_s is not None and what != "iteration_time":
             m.time_target = pyo.Constraint(expr=m.T <= target_s / TIME_UNIT)
-        m.obj = pyo.Objective(expr={"iteration_time": m.T, "area": m.area, "power": m.power}[what], sense=pyo.minimize)
+        m.obj = pyo.Objective(expr={"iteration_time": m.T, "area": m.area, "power": m.power,
+                                    "network_cost": m.network_cost}[what], sense=pyo.minimize)
         self._obj_expr = m.obj.expr
 
     @property
@@ -313,7 +343,8 @@ class Master:
         c = self.compiled
         m = self.model
         c.add(None, m.T, T_us + 1e-9)
-        c.set_objective(m.area + 1e-6 * self._smallness())
+        # ties go to the least area plus network cost (two units summed: only the order among ties matters)
+        c.set_objective(m.area + m.network_cost + 1e-6 * self._smallness())
         try:
             return c.solve(spec, time_limit_s).has_solution
         finally:
@@ -322,10 +353,10 @@ class Master:
 
     def _smallness(self):
         """Sum over resources of the chosen option's rank by value: ties on area go to smaller options."""
-        m, eng = self.model, self.engine
+        m = self.model
         total = 0.0
         for r in self.sized:
-            opts = eng.options(r)
+            opts = self.space[r]
             rank = {o: n for n, o in enumerate(sorted(range(len(opts)), key=lambda o: opts[o].value))}
             total = total + sum(rank[o] * m.y[r, o] for o in range(len(opts)))
         return total
@@ -340,10 +371,10 @@ class Master:
     # ------------------------------------------------------------------ cuts
     def add_evaluation(self, ev: Evaluation) -> None:
         """T >= f(d) wherever the design is d's (or d's plateau), and nothing new elsewhere."""
-        m, eng = self.model, self.engine
+        m = self.model
         terms = []
         for r in self.sized:
-            opts = eng.options(r)
+            opts = self.space[r]
             o = ev.choice[r]
             if r in ev.plateau:
                 terms.append(sum(m.y[r, q] for q in range(len(opts)) if opts[q].value < opts[o].value))

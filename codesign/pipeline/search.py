@@ -33,6 +33,12 @@ from ..milp.size import ModelSize
 from ..platform.endpoint import design_area_mm2, design_power_w
 from ..problem.model import Problem
 
+
+def network_cost(problem: Problem, choice: dict[str, int]) -> float:
+    """The network's cost at ``choice`` (the problem's unit; 0 without a network design space)."""
+    net = problem.network
+    return sum(net.costs(problem.topology, choice)) if net is not None else 0.0
+
 Extra = Callable[[pyo.ConcreteModel, Problem], None]
 TIE = 1e-7  # relative: periods this close tie, and the least area decides
 #: Evaluate one design: (the evaluation whose period the cut carries, the best simulated period in us,
@@ -79,13 +85,15 @@ def choice_from(master: Master) -> dict[str, int]:
     """The design in the master's current solution (option indices per resource)."""
     m = master.model
     return {r: (max(range(len(opts)), key=lambda o: pyo.value(m.y[r, o])) if r in master.sized else 0)
-            for r, opts in master.engine.resources.items()}
+            for r, opts in master.space.items()}
 
 
-def covers(ev: Evaluation, choice: dict[str, int], engine) -> bool:
-    """Whether ``choice`` is ``ev``'s design, or differs only by larger options on ev's plateau."""
-    for r in engine.sized:
-        opts = engine.options(r)
+def covers(ev: Evaluation, choice: dict[str, int], space: dict) -> bool:
+    """Whether ``choice`` is ``ev``'s design, or differs only by larger options on ev's plateau
+    (``space``: the design space, ``ModelData.space``)."""
+    for r, opts in space.items():
+        if len(opts) < 2:
+            continue
         if r in ev.plateau:
             if opts[choice[r]].value < opts[ev.choice[r]].value:
                 return False
@@ -121,7 +129,7 @@ class Search:
         return visit
 
     def find(self, choice: dict[str, int]) -> Visit | None:
-        return next((v for v in self.visits if covers(v.evaluation, choice, self.md.engine)), None)
+        return next((v for v in self.visits if covers(v.evaluation, choice, self.md.space)), None)
 
     def master(self, *, objective: str | None = None, time_target_s: float | None = None,
                extra: Extra | None = None) -> Master:
@@ -274,6 +282,8 @@ def _objective(master: Master, v: Visit) -> float:
         return design_area_mm2(master.engine, v.choice)
     if what == "power":
         return design_power_w(master.engine, v.choice)
+    if what == "network_cost":
+        return network_cost(master.md.problem, v.choice)
     return v.evaluation.period_us
 
 

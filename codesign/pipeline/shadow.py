@@ -36,12 +36,13 @@ from pyomo.contrib.solver.common.results import TerminationCondition as TC
 from pyomo.repn import generate_standard_repn
 
 from ..errors import SolverError, SpecError
+from ..milp.compute_order import with_compute_order
 from ..milp.data import TIME_UNIT, model_data
 from ..milp.master import nominal_compute_us
 from ..milp.platform import build_platform_lp, realized_durations
 from ..platform.endpoint import design_of
 from ..platform.engines import engine_kind
-from ..problem.model import Problem
+from ..problem.model import Problem, at_design
 from ..sim.replay import simulate
 from .solution import Solution
 
@@ -67,6 +68,17 @@ class ShadowPrice:
     plus_step_us: float
     one_sided: float = 0.0
     kink: bool = False
+    #: what one more step costs (``cost_unit``): a network dimension's cost per GB/s times its links, an
+    #: engine resource's area per step between its chosen option and the next (mm^2); None: no price
+    cost_per_step: float | None = None
+    cost_unit: str = ""
+
+    @property
+    def saves_us_per_cost(self) -> float | None:
+        """Microseconds of iteration time one unit of cost buys here (``saves_us_per_step / cost_per_step``)."""
+        if not self.cost_per_step:
+            return None
+        return self.saves_us_per_step / self.cost_per_step
 
 
 @dataclass(frozen=True)
@@ -79,11 +91,15 @@ class ShadowReport:
     def table(self) -> str:
         from ..spec.units import BYTES, BYTES_PER_S, format_quantity
         fmt = {"B/s": lambda v: format_quantity(v, BYTES_PER_S), "bytes": lambda v: format_quantity(v, BYTES)}
-        lines = [f"{'resource':46s} {'value':>11s}   {'one more step saves (marginal)':32s} {'(whole step)':>12s}"]
+        priced = any(p.cost_per_step for p in self.prices)
+        lines = [f"{'resource':46s} {'value':>11s}   {'one more step saves (marginal)':32s} {'(whole step)':>12s}"
+                 + ("   per unit of cost" if priced else "")]
         for p in self.prices:
             v = fmt.get(p.unit, lambda v: f"{v:g}")(p.value)
             saves = f"{p.saves_us_per_step:.4g} us per {p.step_label}" + (" *" if p.kink else "")
-            lines.append(f"{p.label:46s} {v:>11s}   {saves:32s} {p.plus_step_us:>9.4g} us")
+            per = (f"   {p.saves_us_per_cost:.4g} us per {p.cost_unit} ({p.cost_per_step:.4g} {p.cost_unit} per "
+                   f"{p.step_label})" if p.saves_us_per_cost is not None else "")
+            lines.append(f"{p.label:46s} {v:>11s}   {saves:32s} {p.plus_step_us:>9.4g} us{per}")
         kinks = [p for p in self.prices if p.kink]
         if kinks:
             lines.append("* a kink: critical paths tie (or a term has a breakpoint) here, so the dual is one "
@@ -179,17 +195,60 @@ def solve_lp(m: pyo.ConcreteModel) -> tuple[float, dict[str, float]]:
     return float(res.incumbent_objective), {c.name: float(v) for c, v in duals.items()}
 
 
-def shadow_prices(problem: Problem, solution: Solution, *, only: list[str] | None = None) -> ShadowReport:
-    """The price of every resource (or of the param paths in ``only``) at ``solution``'s design and order."""
-    plat = _Platform(problem, solution)
-    m0 = plat.lp(problem)
+def step_costs(problem: Problem, choice: dict[str, int]) -> dict[str, tuple[float, str]]:
+    """Per priced param path, what one more SI unit of it costs, and in what: a network dimension's link
+    bandwidth its cost per B/s times its links (the network's unit); an engine resource the area slope of
+    its catalog from the chosen option to the next larger one (else from the next smaller), mm^2 per unit.
+    Resources with one option, or none that differ in area, have no price."""
+    out: dict[str, tuple[float, str]] = {}
+    net = problem.network
+    if net is not None:
+        for d, dim in enumerate(problem.topology.dims):
+            if net.cost_per_gbps[d] > 0:
+                out[f"topology.dims[{d}].bandwidth"] = (net.dim_cost(problem.topology, d, 1.0), net.unit)
+    for r, opts in problem.engine.resources.items():
+        if len(opts) < 2:
+            continue
+        i = choice.get(r, 0)
+        by_value = sorted(opts, key=lambda o: o.value)
+        n = by_value.index(opts[i])
+        a, b = (by_value[n], by_value[n + 1]) if n + 1 < len(by_value) else (by_value[n - 1], by_value[n])
+        if b.value > a.value and b.area_mm2 != a.area_mm2:
+            out[f"engine.{r}"] = ((b.area_mm2 - a.area_mm2) / (b.value - a.value), "mm^2")
+    return out
+
+
+def _duals(plat: _Platform, m0: pyo.ConcreteModel) -> dict[str, float]:
+    """The LP's duals at the replayed design, after checking its period is the replay's."""
     T0, duals = solve_lp(m0)
-    names, r0, c0 = _rhs(m0)
-    lam = [duals.get(n, 0.0) for n in names]
     T_replay = plat.sim.period_s
     if abs(T0 * TIME_UNIT - T_replay) > 1e-6 * T_replay:
         raise SolverError(f"the platform LP's period {T0:.6g} us differs from the replay's "
                           f"{T_replay / TIME_UNIT:.6g} us")
+    return duals
+
+
+def platform_duals(problem: Problem, solution: Solution) -> dict[str, float]:
+    """The constraint duals of the platform LP at ``solution``'s design and order, by constraint name
+    (us of period per us of right-hand side): what ``Solution.duals`` keeps."""
+    problem, _ = with_compute_order(problem)  # a task graph's program in the order ``solve`` chose
+    problem = at_design(problem, solution.choice)  # the network at the solution's bandwidths
+    plat = _Platform(problem, solution)
+    return _duals(plat, plat.lp(problem))
+
+
+def shadow_prices(problem: Problem, solution: Solution, *, only: list[str] | None = None) -> ShadowReport:
+    """The price of every resource (or of the param paths in ``only``) at ``solution``'s design and order,
+    from the platform LP's duals (``solution.duals`` when the solve kept them)."""
+    costs = step_costs(problem, solution.choice)
+    problem, _ = with_compute_order(problem)  # a task graph's program in the order ``solve`` chose
+    problem = at_design(problem, solution.choice)  # the network at the solution's bandwidths, held fixed
+    plat = _Platform(problem, solution)
+    m0 = plat.lp(problem)
+    duals = solution.duals if solution.duals is not None else _duals(plat, m0)
+    names, r0, c0 = _rhs(m0)
+    lam = [duals.get(n, 0.0) for n in names]
+    T_replay = plat.sim.period_s
     res = resources(problem, plat.choice)
     if only:
         unknown = [o for o in only if o not in {r[0] for r in res}]
@@ -209,6 +268,8 @@ def shadow_prices(problem: Problem, solution: Solution, *, only: list[str] | Non
             T_replay / value)
         step_label, step = STEPS[unit]
         plus = (T_replay - plat.replay(setter(problem, value + step))) / TIME_UNIT
+        cost, cunit = costs.get(path, (None, ""))
         prices.append(ShadowPrice(path, label, value, unit, step_label, dT_us * TIME_UNIT + 0.0,
-                                  -dT_us * step + 0.0, plus + 0.0, one_sided + 0.0, kink))  # + 0.0: no '-0'
+                                  -dT_us * step + 0.0, plus + 0.0, one_sided + 0.0, kink,  # + 0.0: no '-0'
+                                  None if cost is None else cost * step, cunit))
     return ShadowReport(solution.problem, dict(solution.design), T_replay, tuple(prices))

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..milp.size import ModelSize
 from ..platform.engines import every_resource
-from ..spec.units import Dimension, format_quantity
+from ..spec.units import BYTES_PER_S, Dimension, format_quantity
 
 
 def design_keys() -> dict[str, str]:
@@ -42,6 +42,36 @@ class ScheduledTask:
 
 
 @dataclass(frozen=True)
+class NetworkChoice:
+    """The network a solve chose, per dimension: ``names``, ``link_bandwidth`` (bytes/s per link per
+    direction), ``bandwidth`` (bytes/s an NPU drives into the dimension, all its links), ``cost`` (in
+    ``unit``); ``total`` against ``budget`` (None: no budget); ``options``: how many bandwidths each
+    dimension could take (1: fixed); ``tolerance``: a range's grid ratio minus one, else None."""
+
+    names: tuple[str, ...]
+    link_bandwidth: tuple[float, ...]
+    bandwidth: tuple[float, ...]
+    cost: tuple[float, ...]
+    total: float
+    budget: float | None
+    unit: str
+    options: tuple[int, ...]
+    tolerance: tuple[float | None, ...]
+
+    def text(self) -> str:
+        """'network local 200 GB/s, global 100 GB/s (cost 600 $)': the NPU's bandwidth per dimension."""
+        bws = ", ".join(f"{n} {format_quantity(b, BYTES_PER_S)}" for n, b in zip(self.names, self.bandwidth))
+        return f"network {bws} (cost {self.total:.4g} {self.unit})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dims": [{"name": n, "link_bandwidth_bytes_per_s": lb, "bandwidth_bytes_per_s": b, "cost": c,
+                          "options": k, "tolerance": t}
+                         for n, lb, b, c, k, t in zip(self.names, self.link_bandwidth, self.bandwidth, self.cost,
+                                                      self.options, self.tolerance)],
+                "cost": self.total, "budget": self.budget, "unit": self.unit}
+
+
+@dataclass(frozen=True)
 class Solution:
     """The answer to one problem, about the platform as the simulator runs it.
 
@@ -60,6 +90,9 @@ class Solution:
     under any network order. ``order_comparison`` (``order: optimize``): the simulated period (s) of each
     order tried at the chosen design. ``priority``: the dispatch priorities replayed (collectives highest
     first, as ``sim.replay.simulate`` takes them), or None for the policy. ``sim``: the replay itself.
+    ``duals`` (when ``pipeline.solve.assign`` was asked for them): the constraint duals of the platform LP
+    at this design and order (``milp/platform.py``; microseconds of period per microsecond of right-hand
+    side, by constraint name), from which ``shadow_prices`` prices every resource.
     """
 
     problem: str
@@ -92,6 +125,12 @@ class Solution:
     any_order_bound_s: float | None = None
     priority: tuple[tuple[int, int], ...] | None = None
     sim: Any = field(default=None, compare=False, repr=False)
+    #: The network chosen (or fixed) when the problem has a network design space, else None.
+    network: NetworkChoice | None = None
+    #: With a bandwidth range, minimizing time: a proven lower bound (s) on the simulated period of every
+    #: design whose bandwidths lie anywhere in their ranges (the grid's cells), else None.
+    continuous_bound_s: float | None = None
+    duals: dict[str, float] | None = field(default=None, compare=False, repr=False)
 
     @property
     def design_named(self) -> dict[str, float]:
@@ -115,4 +154,7 @@ class Solution:
             **({"order_comparison": self.order_comparison} if self.order_comparison is not None else {}),
             **({"diagnostics": self.diagnostics} if self.diagnostics is not None else {}),
             **({"priority": [list(x) for x in self.priority]} if self.priority is not None else {}),
+            **({"network": self.network.to_dict()} if self.network is not None else {}),
+            **({"continuous_bound_s": self.continuous_bound_s} if self.continuous_bound_s is not None else {}),
+            **({"duals": self.duals} if self.duals is not None else {}),
         }

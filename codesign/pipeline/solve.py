@@ -21,20 +21,22 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import pyomo.environ as pyo
 
 from ..errors import InfeasibleError, SolverError
+from ..milp.compute_order import with_compute_order
 from ..milp.data import TIME_UNIT, ModelData, check_ranges, model_data
 from ..milp.master import Evaluation, Master, unusable
 from ..platform.endpoint import Design, Engine, design_area_mm2, design_of, design_power_w
 from ..platform.engines import engine_kind
-from ..problem.model import Problem
+from ..problem.model import Problem, at_design
 from ..sim.replay import SimResult, simulate
 from ..spec.units import SECONDS, format_quantity
-from .search import TIE, Search, SearchResult, Visit
-from .solution import ScheduledTask, Solution
+from .search import TIE, Search, SearchResult, Visit, network_cost
+from .solution import NetworkChoice, ScheduledTask, Solution
 
 Extra = Callable[[pyo.ConcreteModel, Problem], None]
 
@@ -64,7 +66,7 @@ def policy_evaluator(md: ModelData) -> Callable[[dict[str, int]], tuple[Evaluati
     p = md.problem
 
     def evaluate(choice: dict[str, int]) -> tuple[Evaluation, float, Replayed]:
-        sim = simulate(p, design_of(p.engine, choice), record=True)
+        sim = simulate(at_design(p, choice), design_of(p.engine, choice), record=True)
         period = sim.period_s / TIME_UNIT
         return Evaluation(dict(choice), period, plateau(p.engine, sim.limited)), period, Replayed(sim)
     return evaluate
@@ -98,16 +100,17 @@ def optimize_evaluator(md: ModelData, refine_s: float) -> Callable[[dict[str, in
 
     def evaluate(choice: dict[str, int]) -> tuple[Evaluation, float, Replayed]:
         design = design_of(p.engine, choice)
-        bound_s, _ = any_order_bound_s(p, design)
+        q = at_design(p, choice)  # the network at the design's bandwidths
+        bound_s, _ = any_order_bound_s(q, design)
         fifo = tuple((k, 0) for k in fifo_rank)  # FIFO's dispatch is fixed priorities in issue order
-        runs = {"lifo": Replayed(simulate(p, design, policy="lifo", record=True), policy="lifo"),
-                "fifo": Replayed(simulate(p, design, order=fifo, record=True), priority=fifo)}
+        runs = {"lifo": Replayed(simulate(q, design, policy="lifo", record=True), policy="lifo"),
+                "fifo": Replayed(simulate(q, design, order=fifo, record=True), priority=fifo)}
         if sep:
-            fs = flow_shop(p, design)
+            fs = flow_shop(q, design)
             best, _ = refine_priority(fs, [lifo_rank, fifo_rank], max(refine_s, 0.05))
             if best not in (lifo_rank, fifo_rank):
                 prio = tuple((k, 0) for k in best)
-                runs["refined"] = Replayed(simulate(p, design, order=prio, record=True), priority=prio)
+                runs["refined"] = Replayed(simulate(q, design, order=prio, record=True), priority=prio)
         name = min(runs, key=lambda n: runs[n].sim.period_s)
         tried = {f"{n}_s": r.sim.period_s for n, r in runs.items()}
         won = dataclasses.replace(runs[name], tried=tried)
@@ -124,6 +127,11 @@ def precheck(p: Problem) -> None:
     if e.power_budget_w is not None and e.min_power_w() > e.power_budget_w + 1e-12:
         raise InfeasibleError(f"power budget {e.power_budget_w:g} W < smallest configuration "
                               f"{e.min_power_w():g} W (short by {e.min_power_w() - e.power_budget_w:g} W)")
+    net = p.network
+    if net is not None and net.budget is not None and net.min_cost(p.topology) > net.budget * (1 + 1e-12) + 1e-12:
+        least = net.min_cost(p.topology)
+        raise InfeasibleError(f"network cost budget {net.budget:g} {net.unit} < cheapest network {least:g} {net.unit} "
+                              f"(short by {least - net.budget:g} {net.unit})")
 
 
 def _budgetless(p: Problem) -> Problem:
@@ -144,7 +152,8 @@ class Family:
     (``masters``), restarted for every member (``Master.restart``). A member's solve is then the solve of its
     problem alone, step for step: the same HiGHS calls and the same evaluations, the replays read from
     ``replays`` instead of run again. Only ``schedule.order`` lifo or fifo (optimize's evaluations are timed
-    heuristics) and no ``extra`` hook (whose changes to the master cannot be re-applied)."""
+    heuristics), no ``extra`` hook (whose changes to the master cannot be re-applied) and no compute order
+    left to choose."""
 
     #: Masters kept per family (the most recently used): a few budgets' worth of ruled-out options.
     MASTERS_KEPT = 4
@@ -158,8 +167,11 @@ class Family:
 
     @staticmethod
     def eligible(problem: Problem, extra: Extra | None = None) -> bool:
-        """Whether a solve of ``problem`` can share a family's work at all."""
-        return extra is None and problem.schedule.order in ("lifo", "fifo")
+        """Whether a solve of ``problem`` can share a family's work at all: not with a task graph whose
+        compute order is still to be chosen (``with_compute_order`` runs a time-limited MILP per solve)."""
+        graph = getattr(problem.workload, "task_graph", None)
+        return (extra is None and problem.schedule.order in ("lifo", "fifo")
+                and (graph is None or bool(graph.decided)))
 
     def admits(self, problem: Problem, extra: Extra | None = None) -> bool:
         """Whether ``problem`` is a member: equal to the family's but for the budgets."""
@@ -171,8 +183,8 @@ class Family:
         return (e.area_budget_mm2 is None, e.power_budget_w is None, tuple(unusable(e)))
 
     def data(self, problem: Problem) -> ModelData:
-        """A member's model data: the family's iteration and demands, with the member's problem."""
-        return ModelData(problem, self.md.iteration, self.md.demands, self.md._phase_cache)
+        """A member's model data: the family's (iteration, demands, their cache), with the member's problem."""
+        return dataclasses.replace(self.md, problem=problem)
 
     def master(self, md: ModelData, search: Search) -> Master:
         """The master of a member (``md``): a kept one restarted to what ``search.master()`` would build and
@@ -207,24 +219,47 @@ class Family:
         return self.bounds[key]
 
 
-def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None,
-          diagnose: bool = False, refine_s: float = 0.0, started: float | None = None,
-          family: Family | None = None) -> Solution:
-    """Solve ``problem``: the design whose simulated period is least (or the smallest that meets the
-    target), with its steady-state schedule as simulated.
+@dataclass
+class Built:
+    """A solve built and not yet run (``build``): the problem's model data, the search that evaluates
+    designs in the simulator, and its master MILP. Between ``build`` and ``run`` the master can be read
+    (``model``, the Pyomo model) or written (``write``); it is compiled for HiGHS at its first solve.
+    Constraints of your own go in through ``build``'s ``extra``: the tie-break and the explanation of an
+    infeasible problem build further masters, and each gets the hook."""
 
-    ``time_limit`` (s) overrides the problem's and bounds the whole solve. ``extra(model, problem)``, if
-    given, is called on the master MILP after it is built and before it is solved (README: "Adding your
-    own constraints"). ``diagnose`` adds the master's statistics to ``Solution.diagnostics``.
-    ``refine_s``: with ``order: optimize``, seconds per design for refining dispatch priorities.
-    ``started``: the ``time.perf_counter()`` the time limit counts from (the command line passes its
-    own start, so the limit is the whole command's); default: now.
+    problem: Problem
+    md: ModelData
+    search: Search
+    master: Master
+    extra: Extra | None
+    limit_s: float
+    started: float
+    family: Family | None = None
+
+    @property
+    def model(self) -> pyo.ConcreteModel:
+        """The master MILP (``milp/master.py``) as it stands: before ``run``, without evaluation cuts."""
+        return self.master.model
+
+    @property
+    def optimize(self) -> bool:
+        return self.problem.schedule.order == "optimize"
+
+    def write(self, path: str | Path) -> Path:
+        """Write the master MILP as it stands, its format by the suffix (``.lp``, ``.mps``), names kept."""
+        self.master.model.write(str(path), io_options={"symbolic_solver_labels": True})
+        return Path(path)
+
+
+def build(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None,
+          refine_s: float = 0.0, started: float | None = None, family: Family | None = None) -> Built:
+    """The first stage of ``solve``: check the problem, gather its model data and build the master MILP
+    (with ``extra`` applied). The arguments are ``solve``'s; the time limit counts from ``started``.
     ``family``: a ``Family`` that ``problem`` belongs to (``Family.admits``), whose model data, master and
-    replays this solve uses and extends; the answer is the same as without it.
-    Raises InfeasibleError (with the reason) or SolverError.
-    """
+    replays the solve uses and extends; the answer is the same as without it."""
     t0 = time.perf_counter() if started is None else started
     precheck(problem)
+    problem, _ = with_compute_order(problem)  # a task graph's compute order, before the design search
     limit = time_limit if time_limit is not None else problem.solver.time_limit_s
     if family is not None and not family.admits(problem, extra):
         raise ValueError("the problem is not a member of the family it was given")
@@ -240,29 +275,67 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
         raise SolverError(f"the time limit ({limit:g} s) passed before the search could start (loading the problem "
                           f"took {time.perf_counter() - t0:.2f} s); raise it (--time-limit)")
     master = family.master(md, search) if family is not None else search.master(extra=extra)
+    return Built(problem, md, search, master, extra, limit, t0, family)
+
+
+def run(built: Built) -> SearchResult:
+    """The second stage: the design search (master solves and simulator evaluations) until the master
+    settles on an evaluated design or the time limit passes. Raises InfeasibleError when no design
+    qualifies (with the reason) and SolverError when the time ran out before any answer."""
+    search, master, limit = built.search, built.master, built.limit_s
     res = search.run(master)
-    if res.status == "infeasible" and not search.visits:
-        raise InfeasibleError(_explain_infeasible(search, extra))
-    if res.status == "infeasible" and not optimize:
-        raise InfeasibleError(_explain_infeasible(search, extra))
+    if res.status == "infeasible" and (not search.visits or not built.optimize):
+        raise InfeasibleError(_explain_infeasible(search, built.extra))
     if res.visit is None and search.visits and master.time_target_us is not None:
         fastest = min(v.simulated_us for v in search.visits) * TIME_UNIT
         raise SolverError(f"within the time limit ({limit:g} s) no design was found that meets the iteration-time "
                           f"target {format_quantity(master.time_target_us * TIME_UNIT, SECONDS)} (the fastest "
                           f"simulated: {format_quantity(fastest, SECONDS)}); not proven infeasible: raise the time "
                           "limit (--time-limit)")
-    if res.visit is None and not (optimize and search.visits):
+    if res.visit is None and not (built.optimize and search.visits):
         raise SolverError(f"no design was evaluated within the time limit ({limit:g} s)"
                           + (f"; the best possible period is at least {format_quantity(res.bound * TIME_UNIT, SECONDS)}"
                              if res.bound is not None and master.objective == "iteration_time" else "")
                           + "; raise it (--time-limit)")
+    return res
+
+
+def assign(built: Built, res: SearchResult, *, diagnose: bool = False, duals: bool = False) -> Solution:
+    """The last stage: the answer as a Solution (status, objective, bound, gap, the design and the
+    schedule the simulator ran). Minimizing area or power, ties on the objective go to the faster design.
+    ``diagnose`` adds the master's statistics; ``duals`` keeps the platform LP's duals at the answer
+    (``Solution.duals``, what ``shadow_prices`` reads)."""
+    search, master = built.search, built.master
     custom = master.custom
-    chosen, status, objective, bound = _answer(search, master, res, optimize, custom)
-    if status == "optimal" and md.engine.sized and not custom and master.objective != "iteration_time":
+    chosen, status, objective, bound = _answer(search, master, res, built.optimize, custom)
+    if status == "optimal" and built.md.sized and not custom and master.objective != "iteration_time":
         # (minimizing time, the search already evaluates the least-area design among those tied)
-        chosen = _tie_break(search, master, chosen, extra)
-    return _solution(md, search, master, res, chosen, status, objective, bound, custom, diagnose,
-                     time.perf_counter() - t0, family)
+        chosen = _tie_break(search, master, chosen, built.extra)
+    sol = _solution(built.md, search, master, res, chosen, status, objective, bound, custom, diagnose,
+                    time.perf_counter() - built.started, built.family)
+    if duals:
+        from .shadow import platform_duals
+        sol = dataclasses.replace(sol, duals=platform_duals(built.problem, sol))
+    return sol
+
+
+def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None,
+          diagnose: bool = False, refine_s: float = 0.0, started: float | None = None,
+          family: Family | None = None) -> Solution:
+    """Solve ``problem``: the design whose simulated period is least (or the smallest that meets the
+    target), with its steady-state schedule as simulated: ``assign(b, run(b))`` for ``b = build(...)``.
+
+    ``time_limit`` (s) overrides the problem's and bounds the whole solve. ``extra(model, problem)``, if
+    given, is called on the master MILP after it is built and before it is solved (README: "Adding your
+    own constraints"). ``diagnose`` adds the master's statistics to ``Solution.diagnostics``.
+    ``refine_s``: with ``order: optimize``, seconds per design for refining dispatch priorities.
+    ``started``: the ``time.perf_counter()`` the time limit counts from (the command line passes its
+    own start, so the limit is the whole command's); default: now.
+    ``family``: a ``Family`` the problem belongs to (``build``'s); the answer is the same as without it.
+    Raises InfeasibleError (with the reason) or SolverError.
+    """
+    built = build(problem, time_limit=time_limit, extra=extra, refine_s=refine_s, started=started, family=family)
+    return assign(built, run(built), diagnose=diagnose)
 
 
 def _answer(search: Search, master: Master, res: SearchResult, optimize: bool,
@@ -280,10 +353,12 @@ def _tie_break(search: Search, master: Master, chosen: Visit, extra: Extra | Non
     shortest simulated period, by a second, lexicographic search over the same evaluations. (Minimizing
     time, the search itself evaluates the least-area design of those tied on its bound.)"""
     first = master.objective
-    value = design_area_mm2 if first == "area" else design_power_w
-    best = value(search.md.engine, chosen.choice)
+    eng = search.md.engine
+    value = {"area": lambda c: design_area_mm2(eng, c), "power": lambda c: design_power_w(eng, c),
+             "network_cost": lambda c: network_cost(search.md.problem, c)}[first]
+    best = value(chosen.choice)
     second = search.master(objective="iteration_time", extra=extra)
-    keep = second.model.area if first == "area" else second.model.power
+    keep = {"area": second.model.area, "power": second.model.power, "network_cost": second.model.network_cost}[first]
     second.model.lexicographic = pyo.Constraint(expr=keep <= best * (1 + TIE) + 1e-9)
     if master.time_target_us is not None:
         second.model.time_target = pyo.Constraint(expr=second.model.T <= master.time_target_us)
@@ -367,8 +442,24 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
     if status == "time_limit":
         notes.append(f"time limit reached: the design is the best found, within {100 * _gap(objective, bound):.2f}% of "
                      "the bound, not proven optimal")
-    any_bound, binding = (family.any_order_bound_s(p, design, choice) if family is not None
-                          else any_order_bound_s(p, design))
+    g = p.workload.task_graph
+    if g is not None and g.decided:  # the design's status is about the program in this compute order
+        notes.append(g.decided + "; the design search runs that order")
+    net = p.network
+    ranged = [f"{d} ({p.topology.dims[d].name})" for d, t in enumerate(net.tolerance) if t is not None] if net else []
+    continuous = None
+    if ranged:
+        notes.append(f"bandwidth of dim {', '.join(ranged)} searched on a geometric grid (ratio 1 + tolerance): the "
+                     "status and bound are about the grid; bandwidths between its points were not replayed")
+        if what == "iteration_time":
+            continuous = continuous_bound_us(md, search.deadline)
+            if continuous is not None:
+                continuous *= TIME_UNIT
+                notes.append(f"no bandwidth anywhere in the ranges replays faster than "
+                             f"{format_quantity(continuous, SECONDS)} (proven: the relaxation over each grid cell); "
+                             f"the answer is within {100 * max(0.0, T - continuous) / T:.2f}% of it")
+    any_bound, binding = (family.any_order_bound_s(at_design(p, choice), design, choice) if family is not None
+                          else any_order_bound_s(at_design(p, choice), design))
     if p.schedule.order == "optimize":
         notes.append(f"no order replays faster than {format_quantity(any_bound, SECONDS)} at this design (proven, "
                      f"set by {binding}); the best order found is {100 * (T - any_bound) / T:.2f}% above it")
@@ -392,7 +483,48 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
         schedule=tasks, order_policy=p.schedule.order, order=order, evaluations=len(search.visits),
         master_solves=res.master_solves, model=res.size, chunks=p.schedule.chunks, notes=tuple(notes),
         order_comparison=dict(replayed.tried) if replayed.tried else None, diagnostics=diagnostics,
-        any_order_bound_s=any_bound, priority=replayed.priority, sim=sim)
+        any_order_bound_s=any_bound, priority=replayed.priority, sim=sim, network=network_choice(p, choice),
+        continuous_bound_s=continuous)
+
+
+def continuous_bound_us(md: ModelData, deadline: float) -> float | None:
+    """A proven lower bound (us) on the simulated period of every design whose ranged bandwidths lie
+    anywhere in their ranges, not only on the grid (None without a range, or if HiGHS runs out of time).
+
+    The master's relaxation (formulation.md, section 3) with each grid option standing for its whole cell
+    (``ModelData.cells``: link times at the cell's upper bandwidth, which no bandwidth of the cell beats,
+    and cost at its lower, which none undercuts), without evaluation cuts, which hold only at grid designs;
+    interval cuts are added while the master's design violates one (they hold for every design)."""
+    net = md.problem.network
+    if net is None or all(t is None for t in net.tolerance):
+        return None
+    master = Master(ModelData(md.problem, md.iteration, md.demands, cells=True), objective="iteration_time")
+    spec = md.problem.solver
+    while True:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None
+        st = master.solve(spec, left)
+        if st.status == "infeasible":
+            return None
+        if st.status != "optimal" or st.bound is None:
+            return None
+        from .search import choice_from
+        if not master.interval_cuts(choice_from(master), pyo.value(master.model.T)):
+            return st.bound
+
+
+def network_choice(p: Problem, choice: dict[str, int]) -> NetworkChoice | None:
+    """The network at ``choice``: per dimension its link bandwidth, the NPU's bandwidth into it and its
+    cost; the total against the budget (None without a network design space)."""
+    net = p.network
+    if net is None:
+        return None
+    topo = at_design(p, choice).topology
+    costs = net.costs(p.topology, choice)
+    return NetworkChoice(tuple(d.name for d in topo.dims), tuple(d.link_bandwidth for d in topo.dims),
+                         tuple(d.bandwidth for d in topo.dims), tuple(costs), sum(costs), net.budget, net.unit,
+                         tuple(len(b) for b in net.bandwidths), tuple(net.tolerance))
 
 
 def _gap(objective: float | None, bound: float | None) -> float | None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..milp.compute_order import with_compute_order
 from ..platform.endpoint import design_of
-from ..problem.model import Problem
+from ..problem.model import Problem, at_design
 from ..schedule.bounds import LowerBound, lower_bound
 from ..sim.replay import SimResult, simulate
 from ..spec.units import SECONDS, format_quantity
@@ -87,6 +88,8 @@ def validate(problem: Problem, sol: Solution, *, iterations: int = 8) -> Validat
     """Replay ``sol`` (its design, under its dispatch priorities or else the problem's policy) and compare
     the period with the one it reports. A solution fresh from ``solve`` carries its replay, which is used
     as it is; one read back from JSON, or edited, is replayed again."""
+    problem, _ = with_compute_order(problem)  # the order ``solve`` chose for a task graph (the same problem, the same order)
+    problem = at_design(problem, sol.choice)  # the network at the solution's bandwidths
     design = design_of(problem.engine, sol.choice)
     sim = sol.sim if sol.sim is not None and iterations == 8 else None
     if sim is None:

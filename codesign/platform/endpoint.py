@@ -88,8 +88,12 @@ def design_of(engine: Engine, choice: dict[str, int]) -> Design:
 
 
 def design_area_mm2(engine: Engine, choice: dict[str, int]) -> float:
-    return engine.fixed_area_mm2 + sum(engine.resources[r][i].area_mm2 for r, i in choice.items())
+    """The engine's area (mm^2) at ``choice`` (names that are not the engine's, a network's, count nothing)."""
+    return engine.fixed_area_mm2 + sum(engine.resources[r][i].area_mm2 for r, i in choice.items()
+                                       if r in engine.resources)
 
 
 def design_power_w(engine: Engine, choice: dict[str, int]) -> float:
-    return engine.fixed_power_w + sum(engine.resources[r][i].power_w for r, i in choice.items())
+    """The engine's power (W) at ``choice`` (names that are not the engine's count nothing)."""
+    return engine.fixed_power_w + sum(engine.resources[r][i].power_w for r, i in choice.items()
+                                      if r in engine.resources)

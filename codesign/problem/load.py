@@ -15,14 +15,16 @@ from typing import Any, Callable
 
 from ..errors import SpecError, shown
 from ..platform.endpoint import NPU, Engine, Option
+from ..platform.network import Network, grid
 from ..platform.engines import ENGINES, every_resource
 from ..platform.topology import ALGORITHMS, KINDS, Dim, Topology
 from ..spec import units as U
 from ..spec.readers import (Ctx, boolean, choice, items, join_path, kind_of, line_of, number, quantity, section,
                             text, value_with_unit)
-from ..spec.files import UnreadableFile
+from ..spec.files import UnreadableFile, read_user_bytes
 from ..spec.yamlfile import YMap, load_yaml
 from ..workload.astra import astra_to_workload, parse_astra_workload
+from ..workload.chakra import read_trace, trace_path, trace_to_workload
 from ..workload.gnmt import gnmt
 from ..workload.llm import llm
 from ..workload.model import COLLECTIVES, PARALLELISMS, Comm, Compute, Layer, Workload
@@ -122,6 +124,54 @@ def _built(ctx: Ctx, m: YMap, sizes: tuple[int, ...]) -> Workload:
         raise ctx.error("workload.args", f"{name}: {shown(str(e), 200)[1:-1]}", line_of(m, "args")) from None
 
 
+def _chakra(ctx: Ctx, m: YMap, sizes: tuple[int, ...]) -> Workload:
+    """``workload: {chakra: PATH, npu: N, groups: {GROUP: [dims]}}``: one NPU's Chakra execution trace
+    (``workload.chakra``; docs/chakra.md): PATH is a ``.et`` file, a folder with one ``*.N.et``, or the prefix
+    of ``PATH.N.et``; ``groups`` places the trace's process groups (``pg_name`` / ``comm_group``) on
+    topology dimensions, for collectives without ``involved_dim``."""
+    for k in ("astra", "builder", "args", "layers", "parallelism", "last_bottom_layer", "clock"):
+        if k in m:
+            raise ctx.error(join_path("workload", k), "not allowed with 'chakra' (the trace sets the workload)",
+                            line_of(m, k))
+    src = m["chakra"]
+    if not isinstance(src, str) or not src:
+        raise ctx.error("workload.chakra", f"expected the path of a trace file, folder or prefix, got {kind_of(src)}",
+                        line_of(m, "chakra"))
+    npus = 1
+    for s in sizes:
+        npus *= s
+    rank = int(number(ctx, m["npu"], "workload.npu", line_of(m, "npu"), integer=True, lo=0, hi=npus - 1)) \
+        if "npu" in m else None
+    groups = None
+    if "groups" in m:
+        g = m["groups"]
+        if not isinstance(g, dict) or not g:
+            raise ctx.error("workload.groups", f"expected a mapping of process group to a list of dimension "
+                            f"indices, got {kind_of(g)}", line_of(m, "groups"))
+        groups = {}
+        for name, dl in g.items():
+            gp = f"workload.groups.{str(name)[:40]}"
+            if not isinstance(dl, list) or not dl:
+                raise ctx.error(gp, f"expected a non-empty list of dimension indices, got {kind_of(dl)}",
+                                line_of(g, name))
+            dims = tuple(int(number(ctx, d, f"{gp}[{i}]", line_of(dl, i), integer=True, lo=0, hi=len(sizes) - 1))
+                         for i, d in enumerate(dl))
+            if len(set(dims)) != len(dims):
+                raise ctx.error(gp, "a dimension is listed twice", line_of(g, name))
+            groups[str(name)] = dims
+    try:
+        file = trace_path(ctx.dir / src, rank)
+    except ValueError as e:
+        raise ctx.error("workload.chakra", f"{shown(src)}: {e}", line_of(m, "chakra")) from None
+    try:
+        data = read_user_bytes(file, what="Chakra trace", confine_to=ctx.confine_to)
+    except UnreadableFile as e:
+        raise ctx.error("workload.chakra", f"{shown(src)}: {e.detail}", line_of(m, "chakra")) from None
+    return trace_to_workload(read_trace(data, str(file)), file=str(file), dim_sizes=sizes,
+                             name=text(ctx, m, "name", "workload") or file.name.split(".")[0],
+                             npu=rank or 0, groups=groups)
+
+
 def _builder_arg(ctx: Ctx, kind: Any, v: Any, path: str, line: int | None) -> Any:
     """A builder's argument checked against its annotation, so that 'batch_per_npu: .inf' or 'true' is an
     error here rather than a workload of infinite or boolean sizes: int, a whole number in [0, 2^31];
@@ -150,7 +200,13 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap, sizes: tuple[int, ...] | N
     path = "workload"
     sizes = tuple(sizes) if sizes is not None else (2,) * ndims
     m = section(ctx, w, path, ("astra", "clock", "name", "parallelism", "layers", "last_bottom_layer", "builder",
-                               "args"), parent=top, key="workload")
+                               "args", "chakra", "npu", "groups"), parent=top, key="workload")
+    if "chakra" in m:
+        return _chakra(ctx, m, sizes)
+    for k in ("npu", "groups"):
+        if k in m:
+            raise ctx.error(join_path(path, k), "goes with 'chakra' (a trace's NPU and its process groups)",
+                            line_of(m, k))
     if "builder" in m:
         return _built(ctx, m, sizes)
     if "args" in m:
@@ -220,13 +276,54 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap, sizes: tuple[int, ...] | N
 
 # ---------------------------------------------------------------- topology, npu
 
-def topology(ctx: Ctx, t: Any, top: YMap) -> Topology:
-    m = section(ctx, t, "topology", ("dims",), ("dims",), parent=top, key="topology")
+def _bandwidths(ctx: Ctx, dm: YMap, p: str, tolerance: float) -> tuple[tuple[float, ...], float | None]:
+    """A dimension's link bandwidth (bytes/s): one value, a list of options, or a range ``{min, max}``
+    made a geometric grid of ratio ``1 + tolerance``; ascending, with the range's tolerance (or None)."""
+    v = dm["bandwidth"]
+    bp = join_path(p, "bandwidth")
+    if isinstance(v, list):
+        if not v:
+            raise ctx.error(bp, "empty list: give at least one bandwidth (e.g. [50 GB/s, 100 GB/s])",
+                            line_of(dm, "bandwidth"))
+        opts = [value_with_unit(ctx, x, U.BYTES_PER_S, f"{bp}[{i}]", line_of(v, i), "bandwidth")
+                for i, x in enumerate(v)]
+        if len(set(opts)) != len(opts):
+            raise ctx.error(bp, "a bandwidth is listed twice", line_of(dm, "bandwidth"))
+        return tuple(sorted(opts)), None
+    if isinstance(v, dict):
+        r = section(ctx, v, bp, ("min", "max"), ("min", "max"), dm, "bandwidth")
+        lo = quantity(ctx, r, "min", bp, U.BYTES_PER_S)
+        hi = quantity(ctx, r, "max", bp, U.BYTES_PER_S)
+        if hi < lo:
+            raise ctx.error(join_path(bp, "max"), f"expected a bandwidth >= min "
+                            f"({U.format_quantity(lo, U.BYTES_PER_S)})", line_of(r, "max"))
+        opts = grid(lo, hi, tolerance)
+        if len(opts) > MAX_GRID:
+            raise ctx.error(bp, f"this range at tolerance {tolerance:g} is {len(opts)} grid points; codesign takes "
+                            f"at most {MAX_GRID} per dimension (raise topology.tolerance or narrow the range)",
+                            line_of(dm, "bandwidth"))
+        return opts, tolerance
+    return (quantity(ctx, dm, "bandwidth", p, U.BYTES_PER_S),), None
+
+
+#: Grid points one bandwidth range may become (each is a binary of the master MILP).
+MAX_GRID = 400
+
+
+def topology(ctx: Ctx, t: Any, top: YMap) -> tuple[Topology, Network | None]:
+    """The topology, and the network's design space when a dimension's bandwidth is open (a list or a
+    range), has a cost, or the topology has a cost budget (else None)."""
+    m = section(ctx, t, "topology", ("dims", "cost_budget", "cost_unit", "tolerance"), ("dims",), parent=top,
+                key="topology")
     lst = items(ctx, m, "dims", "topology")
+    tolerance = number(ctx, m.get("tolerance", 0.02), "topology.tolerance", line_of(m, "tolerance"), lo=0,
+                       lo_open=True, hi=1)
     dims = []
+    options, costs, tols = [], [], []
     for i, dv in enumerate(lst):
         p = f"topology.dims[{i}]"
-        dm = section(ctx, dv, p, ("name", "kind", "size", "links", "bandwidth", "latency", "algorithm"),
+        dm = section(ctx, dv, p, ("name", "kind", "size", "links", "bandwidth", "latency", "algorithm",
+                                  "cost_per_gbps"),
                      ("kind", "size", "bandwidth"), lst, i)
         kind = choice(ctx, dm, "kind", p, KINDS)
         size = int(number(ctx, dm.get("size"), join_path(p, "size"), line_of(dm, "size"), integer=True, lo=0))
@@ -238,11 +335,24 @@ def topology(ctx: Ctx, t: Any, top: YMap) -> Topology:
         if algo == "halving_doubling" and size & (size - 1):
             raise ctx.error(join_path(p, "algorithm"), f"halving_doubling needs a power-of-two size, got {size}",
                             line_of(dm, "algorithm"))
+        bws, tol = _bandwidths(ctx, dm, p, tolerance)
+        options.append(bws)
+        tols.append(tol)
+        costs.append(number(ctx, dm.get("cost_per_gbps", 0.0), join_path(p, "cost_per_gbps"),
+                            line_of(dm, "cost_per_gbps"), lo=0))
+        # an open dimension's nominal bandwidth is its largest: its link times then bound every option's
         dims.append(Dim(name=text(ctx, dm, "name", p, default=f"dim{i}"), kind=kind, size=size, links=links,
-                        link_bandwidth=quantity(ctx, dm, "bandwidth", p, U.BYTES_PER_S),
+                        link_bandwidth=bws[-1],
                         latency=quantity(ctx, dm, "latency", p, U.SECONDS, allow_zero=True, default=0.0),
                         algorithm=algo))
-    return Topology(tuple(dims))
+    topo = Topology(tuple(dims))
+    open_ = any(len(o) > 1 for o in options) or any(costs) or "cost_budget" in m
+    if not open_:
+        return topo, None
+    budget = number(ctx, m["cost_budget"], "topology.cost_budget", line_of(m, "cost_budget"), lo=0) \
+        if "cost_budget" in m else None
+    unit = text(ctx, m, "cost_unit", "topology", default="$") or "$"
+    return topo, Network(tuple(options), tuple(costs), budget, unit, tuple(tols))
 
 
 def npu(ctx: Ctx, n: Any, top: YMap) -> NPU:
@@ -473,7 +583,7 @@ def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = No
     if doc is None:
         raise ctx.error("(top level)", "the file is empty; expected the sections " + ", ".join(TOP_KEYS[2:]))
     m = section(ctx, doc, "", TOP_KEYS, ("workload", "topology", "engine"))
-    topo = topology(ctx, m["topology"], m)
+    topo, network = topology(ctx, m["topology"], m)
     wl = workload(ctx, m["workload"], len(topo.dims), m, tuple(d.size for d in topo.dims))
     n = npu(ctx, m.get("npu"), m)
     eng = engine(ctx, m["engine"], n, m)
@@ -481,7 +591,11 @@ def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = No
                       engine=eng, objective=objective(ctx, m.get("objective"), m),
                       schedule=schedule(ctx, m.get("schedule"), m),
                       solver=solver(ctx, m.get("solver"), solver_profile, m),
-                      description=text(ctx, m, "description", ""), path=str(path))
+                      description=text(ctx, m, "description", ""), path=str(path), network=network)
+    if problem.objective.minimize == "network_cost" and network is None:
+        raise ctx.error("objective.minimize", "minimizing network_cost needs a network design space: give a "
+                        "dimension a list or range of bandwidths and a cost_per_gbps", line_of(m.get("objective"),
+                                                                                               "minimize"))
     ctx.emit_notes()  # implausible values, now that the file has loaded without error
     return problem
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from ..pipeline.solution import Solution, design_text
 from ..problem.model import Problem
-from ..spec.units import BYTES, SECONDS, format_quantity
+from ..spec.units import BYTES, BYTES_PER_S, SECONDS, format_quantity
 
 #: The unit each objective is reported in ("custom": an extra hook's own objective, in its own units).
-OBJECTIVE_UNITS = {"iteration_time": "s", "area": "mm^2", "power": "W", "custom": ""}
+OBJECTIVE_UNITS = {"iteration_time": "s", "area": "mm^2", "power": "W", "network_cost": "", "custom": ""}
 
 
 def summary(s: Solution, p: Problem, validation=None) -> str:
@@ -23,6 +23,7 @@ def summary(s: Solution, p: Problem, validation=None) -> str:
         area_budget = f" (budget {p.engine.area_budget_mm2:g} mm^2)" if p.engine.area_budget_mm2 is not None else ""
         lines.append(f"                area {s.area_mm2:.4g} mm^2{area_budget}, "
                      f"power {s.power_w:.4g} W{power_budget}")
+    lines.extend(network_lines(s))
     busiest = ""
     if s.sim is not None:
         dims = {k: v for k, v in s.sim.utilization.items() if k.startswith("dim")}
@@ -37,7 +38,8 @@ def summary(s: Solution, p: Problem, validation=None) -> str:
             return "n/a"
         if s.objective_kind == "iteration_time":
             return f"{x * 1e6:.6g} us"
-        return f"{x:.6g} {OBJECTIVE_UNITS[s.objective_kind]}".rstrip()
+        unit = s.network.unit if s.objective_kind == "network_cost" and s.network else OBJECTIVE_UNITS[s.objective_kind]
+        return f"{x:.6g} {unit}".rstrip()
     obj, bound = val(s.objective), val(s.objective_bound)
     gap = f"{100 * s.gap:.3f}%" if s.gap is not None else "n/a"
     lines.append(f"solver          {s.status}: minimize {s.objective_kind.replace('_', ' ')}, objective {obj}, "
@@ -59,6 +61,27 @@ def summary(s: Solution, p: Problem, validation=None) -> str:
     for n in s.notes:
         lines.append(f"note            {n}")
     return "\n".join(lines)
+
+
+def network_lines(s: Solution) -> list[str]:
+    """The chosen network: per dimension its bandwidth per link and per NPU, its cost, whether it was
+    open; then the cost breakdown against the budget (nothing without a network design space)."""
+    n = s.network
+    if n is None:
+        return []
+    bw = lambda x: format_quantity(x, BYTES_PER_S)  # noqa: E731
+    out = []
+    for i, name in enumerate(n.names):
+        how = ("fixed" if n.options[i] == 1 else
+               f"of {n.options[i]} options" if n.tolerance[i] is None else
+               f"on a grid of {n.options[i]}, ratio {1 + n.tolerance[i]:g}")
+        head = "network" if i == 0 else ""
+        out.append(f"{head:16s}dim {i} ({name}): {bw(n.link_bandwidth[i])} per link, {bw(n.bandwidth[i])} per NPU "
+                   f"({how}), cost {n.cost[i]:.4g} {n.unit}")
+    budget = f" of budget {n.budget:g} {n.unit}" if n.budget is not None else ""
+    breakdown = " + ".join(f"{c:.4g}" for c in n.cost)
+    out.append(f"                network cost {breakdown} = {n.total:.4g} {n.unit}{budget}")
+    return out
 
 
 def order_comparison_lines(s: Solution) -> list[str]:

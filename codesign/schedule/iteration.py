@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..workload.model import Comm, Compute, Workload
+from ..workload.model import Comm, Compute, Issue, Step, Workload
 
 
 #: Dispatch priorities for the network: collectives as (index, iteration offset), highest first; an
@@ -154,3 +154,15 @@ def _build(w: Workload) -> Iteration:
             add(li, "weight_grad", layer.weight_grad_comm, pos[(li, "weight_grad")],
                 (pos[(li, "forward")], True), layer.update_s, False)
     return Iteration(computes, tuple(comms))
+
+
+def as_program(w: Workload, overlap: bool = True) -> tuple[Step, ...]:
+    """The iteration of ``w`` as an explicit program (``Workload.program``), whatever form ``w`` gives it in:
+    the tasks of ``build_iteration`` one for one, each collective issued by its step. A workload whose
+    program is this one has the same iteration (what a Chakra trace is written from: ``workload.chakra``)."""
+    it = build_iteration(w, overlap)
+    issues: list[list[Issue]] = [[] for _ in it.computes]
+    for c in it.comms:
+        issues[c.issue_after].append(Issue(c.name, c.kind, c.layer, c.comm, c.wait_before, c.next_iteration,
+                                           c.delay_s, c.urgent))
+    return tuple(Step(t.name, t.layer, t.kind, t.demand, tuple(issues[t.index])) for t in it.computes)

@@ -44,6 +44,17 @@ def read_user_file(path: str | Path, *, what: str, confine_to: Path | None = Non
     """The text of a file a user named. ``what`` names it in messages ("workload file"); ``confine_to``
     refuses a path outside that folder. Raises UnreadableFile (a SpecError naming the file) for anything
     but a readable, regular, UTF-8 file of at most MAX_INPUT_BYTES."""
+    data = read_user_bytes(path, what=what, confine_to=confine_to)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UnreadableFile(f"cannot read: not UTF-8 text (byte {e.start + 1}); expected a {what}",
+                             file=str(path)) from None
+
+
+def read_user_bytes(path: str | Path, *, what: str, confine_to: Path | None = None) -> bytes:
+    """The bytes of a file a user named (a binary input, such as a Chakra trace), under ``read_user_file``'s
+    rules but for the UTF-8 one."""
     file = str(path)
     p = Path(path)
     if confine_to is not None and not inside(p, confine_to):
@@ -76,11 +87,7 @@ def read_user_file(path: str | Path, *, what: str, confine_to: Path | None = Non
     if len(data) > MAX_INPUT_BYTES:
         raise UnreadableFile(f"over the {MAX_INPUT_BYTES // 2**20} MiB an input file may have; expected a {what}",
                              file=file)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UnreadableFile(f"cannot read: not UTF-8 text (byte {e.start + 1}); expected a {what}",
-                             file=file) from None
+    return data
 
 
 def parse_json(text: str, file: str, what: str) -> Any:

@@ -352,118 +352,138 @@ def astra_program(aw: AstraWorkload, layers: tuple[Layer, ...], header: Transfor
     walk runs three passes: collectives issued in the middle one and awaited in the last become
     next-iteration waits. ASTRA's one-cycle moves between steps are left out (nanoseconds a step).
     """
-    par = aw.parallelism
-    L = len(layers)
-    where = dict(file=aw.path, line=aw.header_line)
-    transformer = par.startswith("HYBRID_TRANSFORMER")
-    recompute = par == "HYBRID_TRANSFORMER_FWD_IN_BCKWD"
-    checkpoint = set(header.checkpoints) if header else set()
-    initiates = set(header.initiates) if header else set()
-    limit = 4 * L * (L + 2) + 16           # a pass longer than this loops: refuse it (ASTRA would not finish)
-    events: list[list[tuple]] = []
-    pending: dict[tuple[int, str], list[tuple[int, int]]] = {}
-    consumed: dict[tuple[int, int], tuple[int, int]] = {}   # comm (pass, n) -> the wait event (pass, n)
-
+    walk = _LoopWalk(aw, layers, header)
     for n_pass in range(3):
-        ev: list[tuple] = []
-        events.append(ev)
+        walk.walk_pass(n_pass)
+    if walk.events[1] != walk.events[2]:
+        raise AssertionError("ASTRA loop walk: passes differ")   # the walk is the same every pass
+    return walk.program()
 
-        def wait(i: int, kind: str) -> None:
-            for cid in pending.pop((i, kind), []):
-                consumed[cid] = (n_pass, len(ev))
-            ev.append(("wait", i, kind))
 
-        def issue(i: int, kind: str, again: bool = False) -> bool:
-            c = layers[i].comm(kind)
-            if c is None:
-                return False
-            pending.setdefault((i, kind), []).append((n_pass, len(ev)))
-            ev.append(("issue", i, kind, again))
-            return True
+class _LoopWalk:
+    """The walk of ``astra_program``: each pass's events (``compute``, ``issue``, ``wait``) in order, and for
+    every collective issued, the wait that consumed it."""
 
+    def __init__(self, aw: AstraWorkload, layers: tuple[Layer, ...], header: TransformerHeader | None) -> None:
+        par = aw.parallelism
+        self.layers, self.par = layers, par
+        self.where = dict(file=aw.path, line=aw.header_line)
+        self.transformer = par.startswith("HYBRID_TRANSFORMER")
+        self.recompute = par == "HYBRID_TRANSFORMER_FWD_IN_BCKWD"
+        self.checkpoint = set(header.checkpoints) if header else set()
+        self.initiates = set(header.initiates) if header else set()
+        L = len(layers)
+        self.limit = 4 * L * (L + 2) + 16     # a pass longer than this loops: refuse it (ASTRA would not finish)
+        self.events: list[list[tuple]] = []
+        self.pending: dict[tuple[int, str], list[tuple[int, int]]] = {}
+        self.consumed: dict[tuple[int, int], tuple[int, int]] = {}   # comm (pass, n) -> the wait event (pass, n)
+        self.n_pass, self.ev = 0, []
+
+    def wait(self, i: int, kind: str) -> None:
+        for cid in self.pending.pop((i, kind), []):
+            self.consumed[cid] = (self.n_pass, len(self.ev))
+        self.ev.append(("wait", i, kind))
+
+    def issue(self, i: int, kind: str, again: bool = False) -> bool:
+        if self.layers[i].comm(kind) is None:
+            return False
+        self.pending.setdefault((i, kind), []).append((self.n_pass, len(self.ev)))
+        self.ev.append(("issue", i, kind, again))
+        return True
+
+    def walk_pass(self, n_pass: int) -> None:
+        """One pass of the state machine: forward up (``fwd``; ``fib``: a forward re-run inside the
+        backward), then input gradient (``ig``) and weight gradient (``wg``) down to layer 0."""
+        self.n_pass, self.ev = n_pass, []
+        self.events.append(self.ev)
         state, i, initiated = "fwd", 0, False
         while True:
-            if len(ev) > limit:
+            if len(self.ev) > self.limit:
                 raise SpecError("the re-computation never lets the backward pass reach layer 1 (checkpoints and "
-                                "checkpoint_initiates loop; ASTRA-sim 1.0 would not finish the pass)", **where)
+                                "checkpoint_initiates loop; ASTRA-sim 1.0 would not finish the pass)", **self.where)
             if state in ("fwd", "fib"):
-                wait(i, "weight_grad")
-                ev.append(("compute", i, "forward", state == "fib"))
-                if issue(i, "forward", state == "fib"):
-                    wait(i, "forward")
-                if state == "fwd":
-                    if i == L - 1:
-                        state = "ig"
-                    else:
-                        i += 1
-                    continue
-                i += 1
-                if i == L:
-                    raise SpecError("the forward re-computation runs past the last layer without reaching a layer "
-                                    "of checkpoint_initiates (ASTRA-sim 1.0 would read past its layers)", **where)
-                state = "ig" if i in initiates else "fib"
+                state, i = self._forward(state, i)
             elif state == "ig":
-                if recompute and i in initiates and not initiated:
-                    c = i
-                    while c not in checkpoint:
-                        c -= 1
-                        if c < 0:
-                            raise SpecError(f"layer {i} is in checkpoint_initiates but no checkpoint lies at or "
-                                            "below it (ASTRA-sim 1.0 would read before layer 0)", **where)
-                    i, initiated, state = c, True, "fib"
+                if self.recompute and i in self.initiates and not initiated:
+                    i, initiated, state = self._checkpoint_below(i), True, "fib"
                     continue
-                ev.append(("compute", i, "input_grad", False))
-                if i > 0 or transformer:
-                    issue(i, "input_grad")
+                self.ev.append(("compute", i, "input_grad", False))
+                if i > 0 or self.transformer:
+                    self.issue(i, "input_grad")
                 initiated = False
                 state = "wg"
             else:   # weight gradient
-                ev.append(("compute", i, "weight_grad", False))
-                if par != "MODEL":
-                    issue(i, "weight_grad")
-                wait(i, "input_grad")
+                self.ev.append(("compute", i, "weight_grad", False))
+                if self.par != "MODEL":
+                    self.issue(i, "weight_grad")
+                self.wait(i, "input_grad")
                 i -= 1
                 if i < 0:
-                    break
+                    return
                 state = "ig"
-    if [e for e in events[1]] != [e for e in events[2]]:
-        raise AssertionError("ASTRA loop walk: passes differ")   # the walk is the same every pass
-    # the middle pass is the iteration; compute steps are its tasks
-    step_of: list[dict[int, int]] = []    # per pass: event index -> index of the compute step at or after it
-    for ev in events:
-        idx, nxt = {}, None
-        computes = [n for n, e in enumerate(ev) if e[0] == "compute"]
-        for n in range(len(ev) - 1, -1, -1):
-            if ev[n][0] == "compute":
-                nxt = computes.index(n)
-            idx[n] = nxt
-        step_of.append(idx)
-    mid = events[1]
-    steps: list[Step] = []
-    issues: list[list[Issue]] = []
-    names: dict[str, int] = {}
 
-    def unique(base: str) -> str:
-        k = names.get(base, 0)
-        names[base] = k + 1
-        return base if k == 0 else f"{base}#{k + 1}"
+    def _forward(self, state: str, i: int) -> tuple[str, int]:
+        """Layer i's forward (a re-run in state ``fib``): the next state and layer."""
+        self.wait(i, "weight_grad")
+        self.ev.append(("compute", i, "forward", state == "fib"))
+        if self.issue(i, "forward", state == "fib"):
+            self.wait(i, "forward")
+        if state == "fwd":
+            return ("ig", i) if i == len(self.layers) - 1 else ("fwd", i + 1)
+        i += 1
+        if i == len(self.layers):
+            raise SpecError("the forward re-computation runs past the last layer without reaching a layer "
+                            "of checkpoint_initiates (ASTRA-sim 1.0 would read past its layers)", **self.where)
+        return ("ig" if i in self.initiates else "fib"), i
 
-    for n, e in enumerate(mid):
-        if e[0] == "compute":
-            _, i, kind, again = e
-            steps.append(Step(unique(f"{layers[i].name}.{kind}" + (".recompute" if again else "")), i, kind,
-                              layers[i].compute(kind)))
-            issues.append([])
-        elif e[0] == "issue":
-            _, i, kind, again = e
-            p_wait, n_wait = consumed[(1, n)]
-            at = step_of[p_wait][n_wait]
-            nxt_iter = p_wait == 2
-            if at is None:            # waited for at the very end of the pass: before the next pass begins
-                at, nxt_iter = 0, True
-            issues[-1].append(Issue(unique(f"{layers[i].name}.{kind}_comm" + (".recompute" if again else "")),
-                                    f"{kind}_comm", i, layers[i].comm(kind), at, nxt_iter, layers[i].update_s))
-    return tuple(Step(s.name, s.layer, s.kind, s.demand, tuple(iss)) for s, iss in zip(steps, issues))
+    def _checkpoint_below(self, i: int) -> int:
+        """The nearest checkpoint at or below layer i, where its re-computation starts."""
+        c = i
+        while c not in self.checkpoint:
+            c -= 1
+            if c < 0:
+                raise SpecError(f"layer {i} is in checkpoint_initiates but no checkpoint lies at or "
+                                "below it (ASTRA-sim 1.0 would read before layer 0)", **self.where)
+        return c
+
+    def program(self) -> tuple[Step, ...]:
+        """The middle pass as the iteration: compute events are its steps, each issue released by the step
+        before it and awaited by the step at or after its wait (in the next pass: a next-iteration wait)."""
+        layers = self.layers
+        step_of: list[dict[int, int]] = []    # per pass: event index -> index of the compute step at or after it
+        for ev in self.events:
+            idx, nxt = {}, None
+            computes = [n for n, e in enumerate(ev) if e[0] == "compute"]
+            for n in range(len(ev) - 1, -1, -1):
+                if ev[n][0] == "compute":
+                    nxt = computes.index(n)
+                idx[n] = nxt
+            step_of.append(idx)
+        steps: list[Step] = []
+        issues: list[list[Issue]] = []
+        names: dict[str, int] = {}
+
+        def unique(base: str) -> str:
+            k = names.get(base, 0)
+            names[base] = k + 1
+            return base if k == 0 else f"{base}#{k + 1}"
+
+        for n, e in enumerate(self.events[1]):
+            if e[0] == "compute":
+                _, i, kind, again = e
+                steps.append(Step(unique(f"{layers[i].name}.{kind}" + (".recompute" if again else "")), i, kind,
+                                  layers[i].compute(kind)))
+                issues.append([])
+            elif e[0] == "issue":
+                _, i, kind, again = e
+                p_wait, n_wait = self.consumed[(1, n)]
+                at = step_of[p_wait][n_wait]
+                nxt_iter = p_wait == 2
+                if at is None:            # waited for at the very end of the pass: before the next pass begins
+                    at, nxt_iter = 0, True
+                issues[-1].append(Issue(unique(f"{layers[i].name}.{kind}_comm" + (".recompute" if again else "")),
+                                        f"{kind}_comm", i, layers[i].comm(kind), at, nxt_iter, layers[i].update_s))
+        return tuple(Step(s.name, s.layer, s.kind, s.demand, tuple(iss)) for s, iss in zip(steps, issues))
 
 
 def load_astra_workload(path: str | Path, *, cycle_s: float = 1e-9, dim_sizes: tuple[int, ...] | None = None

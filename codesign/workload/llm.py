@@ -349,57 +349,76 @@ def _dims(dims: tuple[int, ...]) -> tuple[int, ...] | None:
     return tuple(dims) if dims else None
 
 
-def build_llm(c: LLMConfig, name: str = "llm", merge: bool = True) -> Workload:
-    """The Workload: the representative NPU's layers and its program (module docstring; docs/llm.md)."""
-    bl = blocks(c)
-    p, m = c.pp, c.micro_batches
-    first_stage = p == 1
-    lps = c.layers_per_stage
-    # the layers: the embedding (the first stage's), this stage's attention and MLP blocks, the head
-    names = ["embedding"] + [f"L{k}.{x}" for k in range(lps) for x in ("attention", "mlp")] + ["head"]
-    kinds = ["embedding"] + ["attention", "mlp"] * lps + ["head"]
-    tp = _dims(c.tp_dims)
-    dp = _dims(c.dp_dims)
-    zero = c.zero
-    grad_coll = "all_reduce" if zero == 0 else "reduce_scatter"
+def _layers(c: LLMConfig, bl: dict[str, Block], kinds: list[str], names: list[str]) -> list[Layer]:
+    """The representative's layers: each block's compute and its tensor- and data-parallel collectives."""
+    tp, dp = _dims(c.tp_dims), _dims(c.dp_dims)
+    grad_coll = "all_reduce" if c.zero == 0 else "reduce_scatter"
     layers = []
     for nm, k in zip(names, kinds):
         b = bl[k]
         fwd_c = Comm("all_reduce", b.tp_forward_bytes, tp) if b.tp_forward_bytes and tp else None
         bwd_c = Comm("all_reduce", b.tp_backward_bytes, tp) if b.tp_backward_bytes and tp else None
         dp_c = Comm(grad_coll, b.params * c.grad_bytes, dp) if dp else None
-        layers.append(Layer(nm, b.forward.compute(), (b.input_grad + (b.selective if c.recompute == "selective"
-                                                                        else Work())).compute(),
-                            b.weight_grad.compute(), fwd_c, bwd_c, dp_c))
-    L = len(layers)
-    EMB, HEAD = 0, L - 1
-    blocks_idx = list(range(1, L - 1))
-    own = (([EMB] if first_stage else []) + blocks_idx + [HEAD])     # the representative's forward order
-    ghost_first = [EMB] + blocks_idx                                    # the first stage's (p > 1)
-    work = {i: bl[kinds[i]] for i in range(L)}
-    P = _Program()
+        selective = b.selective if c.recompute == "selective" else Work()
+        layers.append(Layer(nm, b.forward.compute(), (b.input_grad + selective).compute(), b.weight_grad.compute(),
+                            fwd_c, bwd_c, dp_c))
+    return layers
 
-    def scaled(comm: Comm | None, r: int) -> Comm | None:
-        return comm if comm is None or r == 1 else Comm(comm.collective, comm.bytes * r, comm.dims)
 
-    def fwd(order: list[int], label: str, kind: str, recompute: bool = False, r: int = 1) -> None:
+def _scaled(comm: Comm | None, r: int) -> Comm | None:
+    """``comm`` for ``r`` merged micro-batches: r times the bytes."""
+    return comm if comm is None or r == 1 else Comm(comm.collective, comm.bytes * r, comm.dims)
+
+
+def _label(j: int, r: int) -> str:
+    return f"mb{j}" if r == 1 else f"mb{j}-{j + r - 1}"
+
+
+class _LLMBuilder:
+    """The representative NPU's program, step by step (module docstring; docs/llm.md): its own micro-batches
+    in the schedule's order, then the bubble (the other stages' last backward down, the first stage's
+    optimizer, their first forward up), with the collectives each step releases and who awaits them."""
+
+    def __init__(self, c: LLMConfig, merge: bool) -> None:
+        self.c, self.p, self.m, self.zero = c, c.pp, c.micro_batches, c.zero
+        self.bl = blocks(c)
+        lps = c.layers_per_stage
+        # the layers: the embedding (the first stage's), this stage's attention and MLP blocks, the head
+        self.names = ["embedding"] + [f"L{k}.{x}" for k in range(lps) for x in ("attention", "mlp")] + ["head"]
+        self.kinds = ["embedding"] + ["attention", "mlp"] * lps + ["head"]
+        self.layers = _layers(c, self.bl, self.kinds, self.names)
+        L = len(self.layers)
+        self.EMB, self.HEAD = 0, L - 1
+        self.first_stage = self.p == 1
+        self.blocks_idx = list(range(1, L - 1))
+        self.own = ([self.EMB] if self.first_stage else []) + self.blocks_idx + [self.HEAD]  # forward order
+        self.ghost_first = [self.EMB] + self.blocks_idx                                       # the first stage's
+        self.work = {i: self.bl[self.kinds[i]] for i in range(L)}
+        self.dp = _dims(c.dp_dims)
+        self.P = _Program()
+        self.p2p = _p2p(c) if self.p > 1 else None
+        # ZeRO-3: each use of a layer's weights waits for an all-gather of them, released two steps earlier
+        self.gathers: list[tuple[int, int]] = []     # (step that waits, layer)
+        self.dp_keys: dict[int, list[tuple[int, int]]] = {}
+        self.per_mb_reduce = self.zero >= 2          # ZeRO-2/3 reduce-scatter every micro-batch's gradients (p = 1)
+        self.can_merge = merge and not self.per_mb_reduce and self.zero != 3
+
+    # ---- the steps of one micro-batch
+    def fwd(self, order: list[int], label: str, kind: str, recompute: bool = False, r: int = 1) -> None:
         for i in order:
-            b = work[i]
-            P.step(f"{label}.{names[i]}.{'recompute' if recompute else 'forward'}", i,
-                   kind if kind == "idle" else ("recompute" if recompute else "forward"), b.forward.times(r))
-            zero3_gather(i)
-            if layers[i].forward_comm is not None:
-                P.issue(f"{label}.{names[i]}.tp_forward{'.recompute' if recompute else ''}", "tp", i,
-                        scaled(layers[i].forward_comm, r))
+            b = self.work[i]
+            what = "recompute" if recompute else "forward"
+            self.P.step(f"{label}.{self.names[i]}.{what}", i, kind if kind == "idle" else what, b.forward.times(r))
+            self.zero3_gather(i)
+            if self.layers[i].forward_comm is not None:
+                self.P.issue(f"{label}.{self.names[i]}.tp_forward{'.recompute' if recompute else ''}", "tp", i,
+                             _scaled(self.layers[i].forward_comm, r))
 
-    # ZeRO-3: each use of a layer's weights waits for an all-gather of them, released two steps earlier
-    gathers: list[tuple[int, int]] = []     # (step that waits, layer)
+    def zero3_gather(self, i: int) -> None:
+        if self.zero == 3 and self.dp:
+            self.gathers.append((len(self.P.steps) - 1, i))
 
-    def zero3_gather(i: int) -> None:
-        if zero == 3 and dp:
-            gathers.append((len(P.steps) - 1, i))
-
-    def bwd(order: list[int], label: str, kind: str, carry: dict | None = None, r: int = 1) -> None:
+    def bwd(self, order: list[int], label: str, kind: str, carry: dict | None = None, r: int = 1) -> None:
         """Backward of ``order`` (forward order; run reversed). Full recomputation re-runs each Transformer
         layer's forward (attention, MLP) before its backward; the head and the embedding are not re-run.
         ``carry``: collect the data-parallel gradient collectives (released when a layer's backward ends)."""
@@ -408,141 +427,175 @@ def build_llm(c: LLMConfig, name: str = "llm", merge: bool = True) -> Workload:
         while k < len(rev):
             i = rev[k]
             group = [i]
-            if c.recompute == "full" and kinds[i] == "mlp" and k + 1 < len(rev) and kinds[rev[k + 1]] == "attention":
-                group = [rev[k + 1], i]                       # the layer: attention, MLP
-                fwd(group, label, kind, recompute=True, r=r)  # (ZeRO-3: its gathers serve the backward too)
+            if (self.c.recompute == "full" and self.kinds[i] == "mlp" and k + 1 < len(rev)
+                    and self.kinds[rev[k + 1]] == "attention"):
+                group = [rev[k + 1], i]                            # the layer: attention, MLP
+                self.fwd(group, label, kind, recompute=True, r=r)  # (ZeRO-3: its gathers serve the backward too)
             for j2 in (list(reversed(group)) if len(group) > 1 else group):
-                b = work[j2]
-                total = b.input_grad + b.weight_grad + (b.selective if c.recompute == "selective" else Work())
-                P.step(f"{label}.{names[j2]}.backward", j2, kind if kind == "idle" else "backward", total.times(r))
-                if len(group) == 1:
-                    zero3_gather(j2)
-                if layers[j2].input_grad_comm is not None:
-                    P.issue(f"{label}.{names[j2]}.tp_backward", "tp", j2, scaled(layers[j2].input_grad_comm, r))
-                if layers[j2].weight_grad_comm is not None and carry is not None:
-                    key = P.issue(f"{label}.{names[j2]}.{'dp' if zero == 0 else 'reduce_scatter'}", "dp", j2,
-                                  layers[j2].weight_grad_comm, wait=None)
-                    carry.setdefault(j2, []).append(key)
+                self._backward_step(j2, label, kind, carry, r, alone=len(group) == 1)
             k += len(group)
 
-    p2p = _p2p(c) if p > 1 else None
+    def _backward_step(self, i: int, label: str, kind: str, carry: dict | None, r: int, alone: bool) -> None:
+        b = self.work[i]
+        total = b.input_grad + b.weight_grad + (b.selective if self.c.recompute == "selective" else Work())
+        self.P.step(f"{label}.{self.names[i]}.backward", i, kind if kind == "idle" else "backward", total.times(r))
+        if alone:
+            self.zero3_gather(i)
+        layer = self.layers[i]
+        if layer.input_grad_comm is not None:
+            self.P.issue(f"{label}.{self.names[i]}.tp_backward", "tp", i, _scaled(layer.input_grad_comm, r))
+        if layer.weight_grad_comm is not None and carry is not None:
+            key = self.P.issue(f"{label}.{self.names[i]}.{'dp' if self.zero == 0 else 'reduce_scatter'}", "dp", i,
+                               layer.weight_grad_comm, wait=None)
+            carry.setdefault(i, []).append(key)
 
-    def exchange(label: str, r: int = 1, blocking: bool = True) -> tuple[int, int]:
+    def exchange(self, label: str, r: int = 1, blocking: bool = True) -> tuple[int, int]:
         """A Megatron exchange after the step just added, once its tensor-parallel all-reduce is done (a step of
         no work waits for it): awaited by the next step (``blocking``), or by a later one (``P.await_at``)."""
-        if P.to_next:
-            P.step(f"{label}.wait", HEAD, "idle", Work())
-        return P.issue(f"{label}.p2p", "p2p", HEAD, scaled(p2p, r), wait="next" if blocking else None)
+        if self.P.to_next:
+            self.P.step(f"{label}.wait", self.HEAD, "idle", Work())
+        return self.P.issue(f"{label}.p2p", "p2p", self.HEAD, _scaled(self.p2p, r), wait="next" if blocking else None)
 
-    dp_keys: dict[int, list[tuple[int, int]]] = {}
-    per_mb_reduce = zero >= 2          # ZeRO-2/3 reduce-scatter every micro-batch's gradients (p = 1 only)
     # ---- the representative's micro-batches. The steady state runs at the slowest stage's own cycle: the
     # last stage's forward, backward and one exchange, or an interior stage's with two exchanges (p >= 3):
     # t_f + t_b + c + max(head, c). So an interior stage's second exchange runs beside the head's compute
     # (released before it, awaited after it) and the exchange after each backward blocks (docs/llm.md).
-    # With ``merge``, a run of identical micro-batches that follow one another and whose collectives all
+    # With merging, a run of identical micro-batches that follow one another and whose collectives all
     # complete within the run's own steps is one step each of r times the work and bytes (docs/llm.md,
     # "Identical micro-batches"): the same time but for r - 1 hop latencies and endpoint delays per message.
-    def label(j: int, r: int) -> str:
-        return f"mb{j}" if r == 1 else f"mb{j}-{j + r - 1}"
-
-    body = [i for i in own if i != HEAD]
-    can_merge = merge and not per_mb_reduce and zero != 3
-    if c.schedule == "1f1b" or p == 1:
-        runs = [(0, 1), (1, m - 2), (m - 1, 1)] if can_merge and m >= 4 else [(j, 1) for j in range(m)]
+    def one_f_one_b(self) -> None:
+        p, m, HEAD = self.p, self.m, self.HEAD
+        body = [i for i in self.own if i != HEAD]
+        runs = [(0, 1), (1, m - 2), (m - 1, 1)] if self.can_merge and m >= 4 else [(j, 1) for j in range(m)]
         for j, r in runs:
             last = j + r - 1 == m - 1
-            lab = label(j, r)
-            fwd(body, lab, "forward", r=r)
-            beside = (exchange(f"{lab}.interior_send_forward_recv_backward", r, blocking=False)
+            lab = _label(j, r)
+            self.fwd(body, lab, "forward", r=r)
+            beside = (self.exchange(f"{lab}.interior_send_forward_recv_backward", r, blocking=False)
                       if p >= 3 and 1 <= j and j + r - 1 <= m - 2 else None)
-            fwd([HEAD], lab, "forward", r=r)
-            carry = dp_keys if (first_stage and (last or per_mb_reduce)) else None
-            bwd([HEAD], lab, "backward", carry, r=r)
+            self.fwd([HEAD], lab, "forward", r=r)
+            carry = self.dp_keys if (self.first_stage and (last or self.per_mb_reduce)) else None
+            self.bwd([HEAD], lab, "backward", carry, r=r)
             if beside is not None:
-                P.await_at(beside, len(P.steps))       # before the first step of the body's backward
-            bwd(body, lab, "backward", carry, r=r)
+                self.P.await_at(beside, len(self.P.steps))       # before the first step of the body's backward
+            self.bwd(body, lab, "backward", carry, r=r)
             if p > 1 and j + r - 1 <= m - 2:
-                exchange(f"{lab}.send_backward_recv_forward", r)
-    else:   # GPipe: all forwards, then all backwards (last micro-batch first); an interior stage exchanges
-        # twice per micro-batch in each, the last stage once: the second runs beside the head's compute
-        fruns = [(0, 1), (1, m - 1)] if can_merge and m >= 3 else [(j, 1) for j in range(m)]
+                self.exchange(f"{lab}.send_backward_recv_forward", r)
+
+    def gpipe(self) -> None:
+        """All forwards, then all backwards (last micro-batch first); an interior stage exchanges twice per
+        micro-batch in each, the last stage once: the second runs beside the head's compute."""
+        p, m, HEAD = self.p, self.m, self.HEAD
+        body = [i for i in self.own if i != HEAD]
+        fruns = [(0, 1), (1, m - 1)] if self.can_merge and m >= 3 else [(j, 1) for j in range(m)]
         for j, r in fruns:
-            lab = label(j, r)
+            lab = _label(j, r)
             if j:
-                exchange(f"{lab}.recv_forward", r)
-            fwd(body, lab, "forward", r=r)
-            beside = exchange(f"{lab}.interior_send_forward", r, blocking=False) if j and p >= 3 else None
-            fwd([HEAD], lab, "forward", r=r)
+                self.exchange(f"{lab}.recv_forward", r)
+            self.fwd(body, lab, "forward", r=r)
+            beside = self.exchange(f"{lab}.interior_send_forward", r, blocking=False) if j and p >= 3 else None
+            self.fwd([HEAD], lab, "forward", r=r)
             if beside is not None:
-                P.step(f"{lab}.head.wait", HEAD, "idle", Work())
-                P.await_at(beside, len(P.steps) - 1)
-        bruns = [(m - 1, 1), (0, m - 1)] if can_merge and m >= 3 else [(j, 1) for j in reversed(range(m))]
+                self.P.step(f"{lab}.head.wait", HEAD, "idle", Work())
+                self.P.await_at(beside, len(self.P.steps) - 1)
+        bruns = [(m - 1, 1), (0, m - 1)] if self.can_merge and m >= 3 else [(j, 1) for j in reversed(range(m))]
         for n_, (j, r) in enumerate(bruns):
-            lab = label(j, r)
+            lab = _label(j, r)
             beside = None
             if n_:
-                exchange(f"{lab}.send_backward", r)
+                self.exchange(f"{lab}.send_backward", r)
                 if p >= 3:
-                    beside = exchange(f"{lab}.interior_recv_backward", r, blocking=False)
-            bwd([HEAD], lab, "backward", None, r=r)
+                    beside = self.exchange(f"{lab}.interior_recv_backward", r, blocking=False)
+            self.bwd([HEAD], lab, "backward", None, r=r)
             if beside is not None:
-                P.await_at(beside, len(P.steps))
-            bwd(body, lab, "backward", None, r=r)
-    if per_mb_reduce:                   # each micro-batch's reduce-scatter before the next one's backward
-        for i, keys in dp_keys.items():
+                self.P.await_at(beside, len(self.P.steps))
+            self.bwd(body, lab, "backward", None, r=r)
+
+    def chain_reduce_scatters(self) -> None:
+        """ZeRO-2/3 (p = 1): each micro-batch's reduce-scatter before the next one's backward of the layer."""
+        for keys in self.dp_keys.values():
             for a_key, b_key in zip(keys, keys[1:]):
-                # awaited by the next micro-batch's backward of the same layer: the step that released b_key
-                P.await_at(a_key, b_key[0])
-        dp_keys = {i: keys[-1:] for i, keys in dp_keys.items()}
+                self.P.await_at(a_key, b_key[0])   # awaited by the step that released the next one
+        self.dp_keys = {i: keys[-1:] for i, keys in self.dp_keys.items()}
+
     # ---- the bubble: the other stages' last backward (down), the first stage's optimizer, first forward (up)
-    if p > 1:
-        exchange("drain.send_backward")
-        last_mb = m - 1 if c.schedule == "1f1b" else 0
-        for s in range(p - 2, -1, -1):
-            order = ghost_first if s == 0 else blocks_idx
-            bwd(order, f"stage{s}.mb{last_mb}", "idle", dp_keys if s == 0 else None)
+    def drain(self) -> None:
+        self.exchange("drain.send_backward")
+        last_mb = self.m - 1 if self.c.schedule == "1f1b" else 0
+        for s in range(self.p - 2, -1, -1):
+            order = self.ghost_first if s == 0 else self.blocks_idx
+            self.bwd(order, f"stage{s}.mb{last_mb}", "idle", self.dp_keys if s == 0 else None)
             if s > 0:
-                exchange(f"stage{s}.send_backward")
-    dp_stage_params = sum(work[i].params for i in (ghost_first if p > 1 else own))
-    opt_bytes = dp_stage_params * ADAM_BYTES_PER_PARAM / (c.dp if zero >= 1 else 1)
-    opt = P.step("stage0.optimizer" if p > 1 else "optimizer", -1, "optimizer", Work(0.0, opt_bytes))
-    for keys in dp_keys.values():
-        for key in keys:
-            P.await_at(key, opt)
-    gather_after_step: list[tuple[int, tuple[int, int]]] = []
-    if zero in (1, 2) and dp:
-        for i in (ghost_first if p > 1 else own):
-            comm = Comm("all_gather", work[i].params * c.weight_bytes, dp)
-            gather_after_step.append((i, P.issue(f"{names[i]}.all_gather_params", "dp", i, comm, wait=None)))
-    first_fwd: dict[int, int] = {}
-    if p > 1:
-        for s in range(0, p - 1):
-            order = ghost_first if s == 0 else blocks_idx
-            start = len(P.steps)
-            fwd(order, f"stage{s}.mb0", "idle")
+                self.exchange(f"stage{s}.send_backward")
+
+    def optimizer(self) -> tuple[int, list[tuple[int, tuple[int, int]]]]:
+        """The first stage's optimizer step (awaiting every data-parallel gradient collective) and, with
+        ZeRO-1/2, the parameters' all-gathers it releases: (its step, [(layer, issue key)])."""
+        c, work = self.c, self.work
+        stage = self.ghost_first if self.p > 1 else self.own
+        dp_stage_params = sum(work[i].params for i in stage)
+        opt_bytes = dp_stage_params * ADAM_BYTES_PER_PARAM / (c.dp if self.zero >= 1 else 1)
+        opt = self.P.step("stage0.optimizer" if self.p > 1 else "optimizer", -1, "optimizer", Work(0.0, opt_bytes))
+        for keys in self.dp_keys.values():
+            for key in keys:
+                self.P.await_at(key, opt)
+        gathers: list[tuple[int, tuple[int, int]]] = []
+        if self.zero in (1, 2) and self.dp:
+            for i in stage:
+                comm = Comm("all_gather", work[i].params * c.weight_bytes, self.dp)
+                gathers.append((i, self.P.issue(f"{self.names[i]}.all_gather_params", "dp", i, comm, wait=None)))
+        return opt, gathers
+
+    def fill(self) -> dict[int, int]:
+        """The next iteration's first micro-batch up through the other stages: {layer: the step of its
+        first forward} (for the parameters' all-gathers to await)."""
+        first_fwd: dict[int, int] = {}
+        if self.p == 1:
+            return {i: next(j for j, st in enumerate(self.P.steps) if st.layer == i) for i in self.own}
+        for s in range(0, self.p - 1):
+            order = self.ghost_first if s == 0 else self.blocks_idx
+            start = len(self.P.steps)
+            self.fwd(order, f"stage{s}.mb0", "idle")
             if s == 0:
                 for i in order:
-                    first_fwd[i] = next(j for j in range(start, len(P.steps)) if P.steps[j].layer == i)
-            exchange(f"stage{s}.send_forward")   # the last one is awaited by the next iteration's first step
-    else:
-        for i in own:
-            first_fwd[i] = next(j for j, st in enumerate(P.steps) if st.layer == i)
-    for i, key in gather_after_step:
-        fw = first_fwd[i]
-        P.await_at(key, fw, next_iteration=fw <= opt)
-    program = P.build()
-    if gathers:     # ZeRO-3: all-gather the layer's parameters, released two steps before the step using them
+                    first_fwd[i] = next(j for j in range(start, len(self.P.steps)) if self.P.steps[j].layer == i)
+            self.exchange(f"stage{s}.send_forward")   # the last one is awaited by the next iteration's first step
+        return first_fwd
+
+    def zero3_gathers(self, program: tuple[Step, ...]) -> tuple[Step, ...]:
+        """ZeRO-3: all-gather each layer's parameters, released two steps before the step using them."""
         J = len(program)
         extra: dict[int, list[Issue]] = {}
-        for use, i in gathers:
+        for use, i in self.gathers:
             rel = use - 2
-            comm = Comm("all_gather", work[i].params * c.weight_bytes, dp)
+            comm = Comm("all_gather", self.work[i].params * self.c.weight_bytes, self.dp)
             extra.setdefault(rel % J, []).append(Issue(f"{program[use].name}.all_gather_params", "dp", i, comm,
                                                        use, rel < 0))
-        program = tuple(Step(st.name, st.layer, st.kind, st.demand, st.issues + tuple(extra.get(j, ())))
-                        for j, st in enumerate(program))
-    return Workload(name, "llm", tuple(layers), source="codesign.workload.llm (built from the architecture)",
+        return tuple(Step(st.name, st.layer, st.kind, st.demand, st.issues + tuple(extra.get(j, ())))
+                     for j, st in enumerate(program))
+
+    def program(self) -> tuple[Step, ...]:
+        if self.c.schedule == "1f1b" or self.p == 1:
+            self.one_f_one_b()
+        else:
+            self.gpipe()
+        if self.per_mb_reduce:
+            self.chain_reduce_scatters()
+        if self.p > 1:
+            self.drain()
+        opt, gathers = self.optimizer()
+        first_fwd = self.fill()
+        for i, key in gathers:
+            self.P.await_at(key, first_fwd[i], next_iteration=first_fwd[i] <= opt)
+        program = self.P.build()
+        return self.zero3_gathers(program) if self.gathers else program
+
+
+def build_llm(c: LLMConfig, name: str = "llm", merge: bool = True) -> Workload:
+    """The Workload: the representative NPU's layers and its program (module docstring; docs/llm.md)."""
+    b = _LLMBuilder(c, merge)
+    program = b.program()
+    return Workload(name, "llm", tuple(b.layers), source="codesign.workload.llm (built from the architecture)",
                     program=program)
 
 

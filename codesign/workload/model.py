@@ -13,7 +13,10 @@ A workload's iteration is its ``parallelism``'s training loop over the layers
 (``schedule.iteration.build_iteration``), unless the workload carries its own ``program``: the compute
 tasks of one iteration in program order, each with the collectives it releases and the task that waits
 for each. ASTRA-sim's hybrid, model-parallel and Transformer loops (``workload.astra``) and the pipeline
-schedules of the LLM builder (``workload.llm``) are given that way.
+schedules of the LLM builder (``workload.llm``) are given that way. A workload imported from a task graph
+(a Chakra execution trace, ``workload.chakra``) also carries its ``task_graph``: the precedence its compute tasks
+must keep, so that their order on the NPU, one at a time, is a decision (``milp/compute_order.py``) and
+its ``program`` one order of the graph.
 """
 from __future__ import annotations
 
@@ -109,6 +112,68 @@ class Step:
 
 
 @dataclass(frozen=True)
+class GraphComm:
+    """A collective of a task graph: released when every task of ``after`` has ended, awaited before every
+    task of ``before``; with no ``before`` it is awaited before the next iteration's task ``next_wait``
+    (None: its first task, whichever the order puts first). Other fields as ``Issue``'s."""
+
+    name: str
+    kind: str
+    layer: int
+    comm: Comm
+    after: tuple[int, ...]
+    before: tuple[int, ...] = ()
+    next_wait: int | None = None
+    delay_s: float = 0.0
+    urgent: bool = False
+
+
+@dataclass(frozen=True)
+class TaskGraph:
+    """An iteration as a graph: compute ``tasks`` (steps without issues) numbered in a topological order,
+    ``preds[j]`` the tasks that must end before task j starts (all numbered below j), and the collectives. One NPU runs one task at a time, so an iteration is an
+    order of the tasks that keeps ``preds`` (and puts every collective's ``after`` before its ``before``);
+    ``program(order)`` is that iteration as a program. ``decided`` says how the workload's program order
+    was chosen, once it has been (``milp/compute_order.py``); empty while it is the trace's own order."""
+
+    tasks: tuple[Step, ...]
+    preds: tuple[tuple[int, ...], ...]
+    comms: tuple[GraphComm, ...]
+    decided: str = ""
+
+    def __post_init__(self) -> None:
+        # tasks are numbered in a topological order (the trace order): the ordering code relies on it
+        for j, ps in enumerate(self.preds):
+            if any(not 0 <= i < j for i in ps):
+                raise ValueError(f"task {self.tasks[j].name!r}: its predecessors must come before it in the numbering")
+
+    def program(self, order: tuple[int, ...] | list[int]) -> tuple[Step, ...]:
+        """The tasks in ``order`` (a permutation of their indices) with each collective issued by the last of
+        its ``after`` tasks and awaited before the first of its ``before``. Raises ValueError if ``order``
+        is not a permutation or breaks a precedence."""
+        n = len(self.tasks)
+        if sorted(order) != list(range(n)):
+            raise ValueError(f"an order of the {n} tasks must name each once")
+        pos = {t: i for i, t in enumerate(order)}
+        for j, ps in enumerate(self.preds):
+            for i in ps:
+                if pos[i] >= pos[j]:
+                    raise ValueError(f"task {self.tasks[i].name!r} must come before {self.tasks[j].name!r}")
+        issues: list[list[Issue]] = [[] for _ in range(n)]
+        for c in self.comms:
+            at = max(pos[a] for a in c.after)
+            if c.before:
+                wait, nxt = min(pos[b] for b in c.before), False
+                if wait <= at:
+                    raise ValueError(f"collective {c.name!r} is awaited before it is released")
+            else:
+                wait, nxt = (pos[c.next_wait] if c.next_wait is not None else 0), True
+            issues[at].append(Issue(c.name, c.kind, c.layer, c.comm, wait, nxt, c.delay_s, c.urgent))
+        return tuple(Step(self.tasks[t].name, self.tasks[t].layer, self.tasks[t].kind, self.tasks[t].demand,
+                          tuple(issues[i])) for i, t in enumerate(order))
+
+
+@dataclass(frozen=True)
 class Workload:
     """A model's training iteration.
 
@@ -124,6 +189,8 @@ class Workload:
     source: str | None = None
     #: the iteration as explicit steps (None: ``parallelism``'s loop over ``layers``)
     program: tuple[Step, ...] | None = None
+    #: the task graph the program is one order of (None: the program order is given, not chosen)
+    task_graph: TaskGraph | None = None
 
     def graph(self) -> nx.DiGraph:
         """The layer graph: a node per layer (attribute ``layer``), edges in forward data-flow order."""

@@ -1,0 +1,54 @@
+"""``codesign export-chakra``: a problem's workload written out as MLCommons Chakra execution traces."""
+from __future__ import annotations
+
+import argparse
+from typing import Any, Callable
+
+from ..spec.files import output_dir, writing
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def register(sub: Any) -> dict[str, Handler]:
+    """Add ``export-chakra`` to ``sub`` (argparse subparsers); return {"export-chakra": handler}."""
+    e = sub.add_parser("export-chakra", help="write a problem's workload as Chakra execution traces (.et)",
+                       description="Write the iteration of a problem's workload, as codesign runs it on one NPU, "
+                       "as a Chakra execution trace NAME.0.et in --out (docs/chakra.md). Every NPU runs the "
+                       "same program in codesign's model; --all-npus writes the same graph once per NPU "
+                       "(NAME.<rank>.et), the set of files ASTRA-sim reads.")
+    e.add_argument("problem", help="problem YAML file")
+    e.add_argument("--out", metavar="DIR", required=True, help="folder to write the .et files into")
+    e.add_argument("--name", metavar="NAME", help="file name prefix (default: the workload's name)")
+    e.add_argument("--all-npus", action="store_true", help="one file per NPU of the topology, not only NPU 0")
+    e.add_argument("--confine", action="store_true", help="refuse input files outside the problem file's folder")
+    return {"export-chakra": export_command}
+
+
+def export_command(args: argparse.Namespace) -> int:
+    from ..platform.costs import compute_time_terms
+    from ..problem.load import load_problem
+    from ..schedule.iteration import as_program
+    from ..workload.chakra import SUFFIX, graph_to_trace, program_to_trace, write_trace
+
+    problem = load_problem(args.problem, confine=args.confine)
+    out = output_dir(args.out)
+    w, npu = problem.workload, problem.npu
+    name = args.name or w.name
+
+    def duration(d: Any) -> float:  # duration_micros for readers that take no roofline: the problem's NPU
+        return max(compute_time_terms(d, npu, npu.cores, npu.hbm_bandwidth))
+
+    ndims = len(problem.topology.dims)
+    if w.task_graph is not None and problem.schedule.overlap:  # keep the graph's freedom of compute order
+        trace = graph_to_trace(w, ndims, duration_s=duration)
+    else:
+        trace = program_to_trace(w, as_program(w, problem.schedule.overlap), ndims, duration_s=duration)
+    ranks = range(problem.topology.npus) if args.all_npus else range(1)
+    with writing(out):
+        for r in ranks:
+            write_trace(trace, out / f"{name}.{r}{SUFFIX}")
+    comms = sum(1 for n in trace.nodes if n.type == 7)
+    print(f"wrote {len(ranks)} trace{'s' if len(ranks) > 1 else ''} {out / f'{name}.0{SUFFIX}'}"
+          + (f" .. {name}.{len(ranks) - 1}{SUFFIX}" if len(ranks) > 1 else "")
+          + f": {len(trace.nodes) - comms} compute nodes, {comms} collective nodes")
+    return 0
