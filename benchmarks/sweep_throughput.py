@@ -4,10 +4,11 @@ baseline checkout (today's main), measured in alternating pairs, and whether bot
     git worktree add --detach /tmp/codesign-main main          # once: the baseline to compare against
     python benchmarks/sweep_throughput.py --baseline /tmp/codesign-main            # quickstart, 40 points
     python benchmarks/sweep_throughput.py --baseline /tmp/codesign-main --resnet50 # + ResNet-50 ACE, 50 points
+    ... --resnet50-dask   # + ResNet-50 on Dask with 1 and 2 workers, this tree only (the 1 -> 2 speed-up)
 
 Every measurement runs in a fresh Python process whose ``PYTHONPATH`` is the tree measured (so its pool
-workers and Dask workers import that tree too; each measurement prints the file its Dask workers loaded
-codesign from). It first sweeps a warm-up point of another family (imports, the pool's fork server, a Dask
+workers and Dask workers import that tree too; the run stops if the process or its Dask workers loaded
+codesign from anywhere else). It first sweeps a warm-up point of another family (imports, the pool's fork server, a Dask
 cluster's workers), then times ``plan`` + ``run_plan`` of the sweep with validation on (``VALIDATE``, the
 simulator's check of each point), writing the results CSV as ``codesign sweep`` does. points/s/core = points /
 wall / workers. A Dask LocalCluster's start is not in the wall (a long-lived cluster would not pay it per
@@ -148,7 +149,7 @@ def main() -> None:
               "after points/s/core | after/before | same answers |")
         print("|---|---|---|---|---|---|---|---|")
         spec = {"problem": RESNET, "params": RESNET_PARAMS, "executor": "local", "workers": 2}
-        r = compare("local, 2", spec, base, 1)
+        r = res["resnet50", 2] = compare("local, 2", spec, base, 1)
         print(f"{r['optimal']} of {r['points']} optimal")
     if args.resnet50_dask:
         print("\nResNet-50 ACE, 50 points, validation on, Dask LocalCluster, this tree only")
