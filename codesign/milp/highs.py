@@ -242,6 +242,13 @@ class CompiledModel:
         h.setOptionValue("mip_rel_gap", float(spec.mip_gap))
         h.setOptionValue("threads", int(spec.threads))
         h.setOptionValue("presolve", "on" if spec.presolve else "off")
+        # No sub-MIP heuristics (RINS, RENS, root reduced cost): the design master has a few dozen binaries
+        # at most, which branch-and-bound settles in a few nodes, while a sub-MIP presolves the whole model
+        # (65 s of the 500-layer problem's master after its first cut, past the time limit, which HiGHS does
+        # not check there; 2-5 s of each of GPT-3 175B's master runs)
+        h.setOptionValue("mip_heuristic_run_rins", False)
+        h.setOptionValue("mip_heuristic_run_rens", False)
+        h.setOptionValue("mip_heuristic_run_root_reduced_cost", False)
         t0 = time.perf_counter()
         h.run()
         wall = time.perf_counter() - t0
