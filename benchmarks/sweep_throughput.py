@@ -1,125 +1,166 @@
-"""Sweep throughput: points per second per core, the overhead a point costs beyond its own solve, and
-the speed-up from 1 to 2 workers on a local pool and on a Dask LocalCluster.
+"""Sweep throughput, before and after, in one run: points per second per core of this tree's code against a
+baseline checkout (today's main), measured in alternating pairs, and whether both give the same answers.
 
-    python benchmarks/sweep_throughput.py              # the quickstart, 40 points per executor
-    python benchmarks/sweep_throughput.py --resnet50   # + the ResNet-50 ACE problem, 50 points, pool vs Dask
+    git worktree add --detach /tmp/codesign-main main          # once: the baseline to compare against
+    python benchmarks/sweep_throughput.py --baseline /tmp/codesign-main            # quickstart, 40 points
+    python benchmarks/sweep_throughput.py --baseline /tmp/codesign-main --resnet50 # + ResNet-50 ACE, 50 points
+    ... --resnet50-dask   # + ResNet-50 on Dask with 1 and 2 workers, this tree only (the 1 -> 2 speed-up)
 
-Every run writes its results CSV (the streaming and resume bookkeeping are part of a point's cost). For an
-executor of w workers: points/s/core = N / wall / w; overhead per point = (w x wall - sum of the points'
-solve times) / N, so it holds planning (validating every point), pickling, the pool or cluster start,
-idle tails and the CSV; "in-process" runs every point in this process, which isolates the per-point
-bookkeeping from process start-up. The local pool's fork server (one import of codesign, about 0.7 s,
-once per sweeping process) is started before the measurements; a Dask cluster's start-up is reported
-apart, as a long-lived cluster would not pay it per sweep.
+Every measurement runs in a fresh Python process whose ``PYTHONPATH`` is the tree measured (so its pool
+workers and Dask workers import that tree too; the run stops if the process or its Dask workers loaded
+codesign from anywhere else). It first sweeps a warm-up point of another family (imports, the pool's fork server, a Dask
+cluster's workers), then times ``plan`` + ``run_plan`` of the sweep with validation on (``VALIDATE``, the
+simulator's check of each point), writing the results CSV as ``codesign sweep`` does. points/s/core = points /
+wall / workers. A Dask LocalCluster's start is not in the wall (a long-lived cluster would not pay it per
+sweep). The before/after ratio is the median over pairs of (after rate / before rate), each pair measured
+back to back, so a change in the machine's load between pairs cancels out; the machine's load average is
+printed before and after. "same answers" compares, point by point (by key), the status, iteration time,
+bound, gap, objective, area, power and design of the two trees' rows, exactly.
 """
 from __future__ import annotations
 
 import argparse
-import logging
+import json
 import os
 import platform
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from codesign.explore.sweep import plan, run_plan
-
 QUICK = str(ROOT / "problems" / "quickstart.yaml")
 RESNET = str(ROOT / "problems" / "resnet50_ace_torus3d.yaml")
+QUICK_PARAMS = {"topology.dims[1].bandwidth": "log:5GB/s:200GB/s:20", "engine.area_budget": "2mm^2,3mm^2"}
+RESNET_PARAMS = {"topology.dims[0].bandwidth": "log:8GiB/s:128GiB/s:5", "engine.area_budget": "0.5mm^2:5mm^2:10"}
+WARM = {"schedule.chunks": "2"}  # a point of another family than any measured, so no answer is reused from it
+#: The columns that must be the same, point by point, before and after.
+ANSWER = ["status", "iteration_time_s", "bound_s", "gap", "objective", "area_mm2", "power_w", "sram_bytes",
+          "alu_rate_bytes_per_s", "dma_bandwidth_bytes_per_s", "simulated_s", "sim_flagged"]
 
 
-def start_dask(workers: int) -> tuple[object, float]:
-    """A LocalCluster of ``workers`` single-thread processes with codesign imported in each; its start-up (s)."""
-    from dask.distributed import Client, LocalCluster
+def measure(spec: dict) -> dict:
+    """In this process (whose codesign is the tree measured): warm up, then time one sweep of ``spec``."""
+    import logging
 
-    t0 = time.perf_counter()
-    client = Client(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                                 silence_logs=logging.CRITICAL))
-    client.run(lambda: __import__("codesign.explore.sweep"))
-    return client, time.perf_counter() - t0
+    from codesign.explore.sweep import VALIDATE, plan, run_plan
 
-
-def measure(problem: str, params: dict, executor: str, workers: int, tmp: Path) -> dict:
-    """One sweep; for Dask the cluster is started (and timed) first, as a user's ``--scheduler`` would find it."""
-    client, startup = (start_dask(workers) if executor == "dask" else (None, 0.0))
-    t0 = time.perf_counter()
-    pl = plan(problem, params)
-    t_plan = time.perf_counter() - t0
-    df = run_plan(pl, executor=client or executor, workers=workers,
-                  out=tmp / f"{executor}-{workers}-{time.time_ns()}.csv")
-    wall = time.perf_counter() - t0
+    workers, executor = spec["workers"], spec["executor"]
+    client, where = None, None
+    if executor == "dask":
+        from dask.distributed import Client, LocalCluster
+        client = Client(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                     dashboard_address=None, silence_logs=logging.CRITICAL))
+        where = sorted(set(client.run(lambda: __import__("codesign").__file__).values()))
+    ex = client or executor
+    with tempfile.TemporaryDirectory() as d:
+        run_plan(plan(spec["problem"], WARM, checks=[VALIDATE]), executor=ex, workers=workers,
+                 out=Path(d) / "warm.csv")
+        t0 = time.perf_counter()
+        df = run_plan(plan(spec["problem"], spec["params"], checks=[VALIDATE]), executor=ex, workers=workers,
+                      out=Path(d) / "sweep.csv")
+        wall = time.perf_counter() - t0
     if client is not None:
         cluster = client.cluster
         client.close()
         cluster.close()
     n = len(df)
-    solve = float(df["solve_time_s"].sum())
-    return {"executor": executor, "workers": workers, "points": n, "wall_s": wall, "plan_ms": 1e3 * t_plan,
-            "points_per_s": n / wall, "per_core": n / wall / workers, "solve_ms": 1e3 * solve / n,
-            "overhead_ms": 1e3 * (workers * wall - solve) / n, "startup_s": startup, "df": df}
+    rows = {r["key"]: [None if v != v else v for v in (r.get(c) for c in ANSWER)] for r in df.to_dict("records")}
+    return {"points": n, "wall_s": wall, "per_core": n / wall / workers, "solve_ms": 1e3 * df["solve_time_s"].mean(),
+            "optimal": int((df["status"] == "optimal").sum()), "codesign": __import__("codesign").__file__,
+            "dask_workers_codesign": where, "rows": rows}
 
 
-def row(r: dict) -> str:
-    return (f"| {r['executor']} | {r['workers']} | {r['points']} | {r['wall_s']:.2f} | {r['points_per_s']:.2f} | "
-            f"{r['per_core']:.2f} | {r['solve_ms']:.0f} | {r['overhead_ms']:.1f} |")
+def run(tree: Path, spec: dict) -> dict:
+    """``measure(spec)`` in a fresh process whose codesign (and its workers') is ``tree``'s."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    r = subprocess.run([sys.executable, __file__, "--measure", json.dumps(spec)], env=env, capture_output=True,
+                       text=True, cwd=tree)
+    if r.returncode != 0:
+        raise SystemExit(f"measurement in {tree} failed:\n{r.stderr[-3000:]}")
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    if not out["codesign"].startswith(str(tree)) or any(not w.startswith(str(tree)) for w in out["dask_workers_codesign"] or []):
+        raise SystemExit(f"the measurement of {tree} loaded codesign from {out['codesign']} "
+                         f"(Dask workers: {out['dask_workers_codesign']})")
+    return out
+
+
+def compare(name: str, spec: dict, baseline: Path | None, pairs: int) -> dict:
+    """Alternate before/after ``pairs`` times; print one table row; return the medians and the ratio."""
+    befores, afters, ratios = [], [], []
+    same = True
+    for _ in range(pairs):
+        b = run(baseline, spec) if baseline else None
+        a = run(ROOT, spec)
+        afters.append(a)
+        if b is not None:
+            befores.append(b)
+            ratios.append(a["per_core"] / b["per_core"])
+            same = same and a["rows"] == b["rows"]
+    med = lambda xs, k: statistics.median(x[k] for x in xs) if xs else float("nan")  # noqa: E731
+    res = {"name": name, "before": med(befores, "per_core"), "after": med(afters, "per_core"),
+           "ratio": statistics.median(ratios) if ratios else float("nan"), "same": same if befores else None,
+           "points": afters[0]["points"], "optimal": afters[0]["optimal"], "wall_after": med(afters, "wall_s"),
+           "wall_before": med(befores, "wall_s"), "solve_ms_after": med(afters, "solve_ms"),
+           "solve_ms_before": med(befores, "solve_ms")}
+    print(f"| {name} | {res['points']} | {res['wall_before']:.2f} | {res['before']:.2f} | {res['wall_after']:.2f} | "
+          f"{res['after']:.2f} | {res['ratio']:.2f}x | {res['same']} |", flush=True)
+    return res
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--points", type=int, default=40, help="quickstart points per executor (default 40)")
-    ap.add_argument("--resnet50", action="store_true", help="also the 50-point ResNet-50 sweep, pool vs Dask")
+    ap.add_argument("--baseline", type=Path, help="a checkout of the code to compare against (today's main)")
+    ap.add_argument("--resnet50", action="store_true", help="also the 50-point ResNet-50 ACE sweep on 2 workers")
     ap.add_argument("--no-dask", action="store_true")
-    ap.add_argument("--repeat", type=int, default=3, help="best of K runs per quickstart row (default 3): the "
-                    "machine may be shared, and the best run is the least disturbed")
+    ap.add_argument("--resnet50-dask", action="store_true",
+                    help="also ResNet-50 on Dask with 1 and 2 workers, this tree only (the 1 -> 2 speed-up)")
+    ap.add_argument("--pairs", type=int, default=3, help="before/after pairs per quickstart row (default 3)")
+    ap.add_argument("--measure", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores; "
-          f"load average before: {os.getloadavg()[0]:.2f}")
-    params = {"topology.dims[1].bandwidth": f"log:5GB/s:200GB/s:{args.points // 2}",
-              "engine.area_budget": "2mm^2,3mm^2"}
+    if args.measure:
+        print(json.dumps(measure(json.loads(args.measure))))
+        return
+    base = args.baseline.resolve() if args.baseline else None
+    rev = lambda t: subprocess.run(["git", "-C", str(t), "rev-parse", "--short", "HEAD"], capture_output=True,  # noqa: E731
+                                   text=True).stdout.strip()
+    print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores; load average "
+          f"before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"after: {ROOT} ({rev(ROOT)}); before: {base} ({rev(base) if base else '-'})")
+    print(f"\nquickstart, {len(QUICK_PARAMS)}-parameter grid of 40 points, validation on; median of {args.pairs} pairs")
+    print("| executor, workers | points | before wall (s) | before points/s/core | after wall (s) | "
+          "after points/s/core | after/before | same answers |")
+    print("|---|---|---|---|---|---|---|---|")
     runs = [("serial", 1), ("local", 1), ("local", 2)] + ([] if args.no_dask else [("dask", 1), ("dask", 2)])
-    with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d)
-        measure(QUICK, params, "serial", 1, tmp)  # warm imports and HiGHS in this process
-        measure(QUICK, {"engine.area_budget": "2mm^2,3mm^2"}, "local", 2, tmp)  # start the pool's fork server
-        print(f"\nquickstart, {args.points} points (a grid of 2 parameters), best of {args.repeat}; wall includes "
-              "planning and the pool's start, not the Dask cluster's (below)")
-        print("| executor | workers | points | wall (s) | points/s | points/s/core | solve (ms/point) | "
-              "overhead (ms/point) |")
+    res = {}
+    for ex, w in runs:
+        spec = {"problem": QUICK, "params": QUICK_PARAMS, "executor": ex, "workers": w}
+        res[ex, w] = compare(f"{ex}, {w}", spec, base, args.pairs)
+    for ex in ("local", "dask"):
+        if (ex, 2) in res:
+            r1, r2 = res[ex, 1], res[ex, 2]
+            print(f"speed-up 1 -> 2 workers, {ex}: before {r1['wall_before'] / r2['wall_before']:.2f}x, "
+                  f"after {r1['wall_after'] / r2['wall_after']:.2f}x (wall of 1 worker / wall of 2)")
+    if args.resnet50:
+        print("\nResNet-50 ACE (problems/resnet50_ace_torus3d.yaml), 50 points, validation on, one pair")
+        print("| executor, workers | points | before wall (s) | before points/s/core | after wall (s) | "
+              "after points/s/core | after/before | same answers |")
         print("|---|---|---|---|---|---|---|---|")
-        res = {}
-        for ex, w in runs:
-            r = min((measure(QUICK, params, ex, w, tmp) for _ in range(args.repeat)), key=lambda m: m["wall_s"])
-            res[(ex, w)] = r
-            print(row(r), flush=True)
-        print(f"\nplanning (validating {args.points} points): {res[('serial', 1)]['plan_ms']:.0f} ms")
+        spec = {"problem": RESNET, "params": RESNET_PARAMS, "executor": "local", "workers": 2}
+        r = res["resnet50", 2] = compare("local, 2", spec, base, 1)
+        print(f"{r['optimal']} of {r['points']} optimal")
+    if args.resnet50_dask:
+        print("\nResNet-50 ACE, 50 points, validation on, Dask LocalCluster, this tree only")
+        walls = {}
         for w in (1, 2):
-            if ("dask", w) in res:
-                print(f"Dask LocalCluster start-up, {w} worker(s), codesign imported: {res[('dask', w)]['startup_s']:.2f} s")
-        for ex in ("local", "dask"):
-            if (ex, 2) in res:
-                print(f"speed-up 1 -> 2 workers, {ex}: {res[(ex, 1)]['wall_s'] / res[(ex, 2)]['wall_s']:.2f}x")
-        if args.resnet50:
-            rp = {"topology.dims[0].bandwidth": "log:8GiB/s:128GiB/s:5", "engine.area_budget": "0.5mm^2:5mm^2:10"}
-            print("\nResNet-50 ACE (problems/resnet50_ace_torus3d.yaml), 50 points, 2 workers")
-            print("| executor | workers | points | wall (s) | points/s | points/s/core | solve (ms/point) | "
-                  "overhead (ms/point) |")
-            print("|---|---|---|---|---|---|---|---|")
-            a = measure(RESNET, rp, "local", 2, tmp)
-            print(row(a), flush=True)
-            b = measure(RESNET, rp, "dask", 2, tmp)
-            print(row(b), flush=True)
-            cols = ["key", "status", "iteration_time_s", "area_mm2", "power_w", "sram_bytes",
-                    "alu_rate_bytes_per_s", "dma_bandwidth_bytes_per_s"]
-            same = a["df"][cols].fillna(-1).equals(b["df"][cols].fillna(-1))
-            print(f"same results on the pool and on Dask (status, iteration time, design, area, power of all "
-                  f"{len(a['df'])} points): {same}; {int((a['df']['status'] == 'optimal').sum())} optimal")
-            if not same:
-                sys.exit(1)
-    print(f"load average after: {os.getloadavg()[0]:.2f}")
+            spec = {"problem": RESNET, "params": RESNET_PARAMS, "executor": "dask", "workers": w}
+            walls[w] = compare(f"dask, {w}", spec, None, 1)["wall_after"]
+        print(f"speed-up 1 -> 2 workers, dask: {walls[1] / walls[2]:.2f}x")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if any(r.get("same") is False for r in res.values()):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

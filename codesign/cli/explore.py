@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import SpecError
 from ..spec.files import output_file, writing
+from .progress import ProgressBar, wanted
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -46,6 +47,8 @@ def register(sub: Any) -> dict[str, Handler]:
     s.add_argument("--no-plots", action="store_true", help="do not draw the metric-vs-parameter plots")
     s.add_argument("--quiet", action="store_true", help="no progress bar and no table")
     s.add_argument("--confine", action="store_true", help=CONFINE_HELP)
+    s.add_argument("--progress", action="store_true",
+                   help="show the progress bar on stderr even when it is not a terminal")
     p = sub.add_parser("pareto", help="trace the Pareto front of two metrics by epsilon constraints")
     p.add_argument("problem", help="problem YAML file")
     p.add_argument("--x", default="area", choices=("area", "power", "iteration_time", "network_cost"),
@@ -58,6 +61,8 @@ def register(sub: Any) -> dict[str, Handler]:
     p.add_argument("--time-limit", type=float, metavar="S", help="solver time limit per solve, in seconds")
     p.add_argument("--solver", metavar="NAME", help="solver profile or a YAML path")
     p.add_argument("--confine", action="store_true", help=CONFINE_HELP)
+    p.add_argument("--progress", action="store_true",
+                   help="show the progress bar on stderr even when it is not a terminal")
     h = sub.add_parser("shadow", help="what one more unit of each resource is worth, at the optimal design")
     h.add_argument("problem", help="problem YAML file")
     h.add_argument("--only", action="append", metavar="PATH", help="price only this resource (repeatable)")
@@ -72,27 +77,6 @@ def _limit(x: float | None) -> float | None:
     if x is not None and not (x > 0 and math.isfinite(x)):
         raise SpecError("--time-limit must be a positive number of seconds")
     return x
-
-
-class Bar:
-    """A progress bar on stderr (a redrawn line on a terminal, a line per tenth of the work elsewhere)."""
-
-    def __init__(self, stream: Any = sys.stderr) -> None:
-        self.stream, self.tty, self.last = stream, stream.isatty(), -1
-
-    def __call__(self, pr: Any) -> None:
-        if pr.total == 0:
-            return
-        eta = pr.elapsed_s / pr.done * (pr.total - pr.done) if pr.done else float("nan")
-        filled = int(30 * pr.done / pr.total)
-        text = (f"[{'#' * filled}{'.' * (30 - filled)}] {pr.done}/{pr.total} points, {pr.failed} failed, "
-                f"{pr.elapsed_s:.1f} s" + (f", {eta:.0f} s left" if pr.done and pr.done < pr.total else ""))
-        if self.tty:
-            self.stream.write("\r" + text + ("\n" if pr.done == pr.total else ""))
-            self.stream.flush()
-        elif pr.done == pr.total or pr.done * 10 // pr.total > self.last:
-            self.last = pr.done * 10 // pr.total
-            print(text, file=self.stream, flush=True)
 
 
 def _missing(v: Any) -> bool:
@@ -187,17 +171,20 @@ def sweep_command(args: argparse.Namespace) -> int:
     if scheduler == "local":
         executor = "dask"
     t0 = time.perf_counter()
-    bar = None if args.quiet else Bar()
+    bar = ProgressBar(enabled=wanted(args.progress, args.quiet))
 
     def progress(pr: Any) -> None:
         if pr.row is None and not args.quiet:
             where = f"Dask ({scheduler})" if scheduler else f"{workers or 'one per core'} local process(es)"
             print(f"{len(pl.points)} points ({mode.replace('_', '-')}): {pr.cached} already in {out}, "
                   f"solving {pr.total} on {where}", file=sys.stderr, flush=True)
-        elif bar:
+        else:
             bar(pr)
-    df = run_plan(pl, executor=executor, workers=workers, out=out, retry_failed=args.retry_failed,
-                  progress=progress)
+    try:
+        df = run_plan(pl, executor=executor, workers=workers, out=out, retry_failed=args.retry_failed,
+                      progress=progress)
+    finally:
+        bar.close()
     wall = time.perf_counter() - t0
     solved = int(df["status"].isin(("optimal", "time_limit")).sum())
     failed = int((df["status"] == "error").sum())
@@ -224,7 +211,13 @@ def pareto_command(args: argparse.Namespace) -> int:
     problem = load_problem(args.problem, solver_profile=args.solver, confine=args.confine)
     out = output_file(args.out or f"pareto_{Path(args.problem).stem}.png")
     csv = output_file(args.csv, flag="--csv") if args.csv else None
-    front = pareto_front(problem, args.x, args.y, points=args.points, time_limit=_limit(args.time_limit))
+    bar = ProgressBar(enabled=wanted(args.progress), unit="solves")
+    t0 = time.perf_counter()
+    try:
+        front = pareto_front(problem, args.x, args.y, points=args.points, time_limit=_limit(args.time_limit),
+                             progress=lambda n, f: bar.update(n, None, time.perf_counter() - t0, fraction=f))
+    finally:
+        bar.close()
     show = {"iteration_time": ("ms", 1e3), "area": ("mm^2", 1.0), "power": ("W", 1.0),
             "network_cost": (problem.network.unit if problem.network is not None else "", 1.0)}
     (ux, sx), (uy, sy) = show[front.x], show[front.y]

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from ..errors import SpecError, shown
 from ..spec.files import output_dir, writing
+from .progress import ProgressBar, wanted
 
 Handler = Callable[[argparse.Namespace], int]
 DEFAULT_OUT = "out/ace_study"  # out/ is ignored by git
@@ -42,6 +43,8 @@ def register(sub: Any) -> dict[str, Handler]:
     r.add_argument("--no-plots", action="store_true", help="do not draw the plots")
     r.add_argument("--time-limit", type=float, metavar="S", help="solver time limit per case, in seconds")
     r.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    r.add_argument("--progress", action="store_true",
+                   help="show the progress bar on stderr even when it is not a terminal")
     return {"reproduce": reproduce_command}
 
 
@@ -72,6 +75,8 @@ def reproduce_command(args: argparse.Namespace) -> int:
     out = Path(args.out)
     executor = "dask" if args.scheduler == "local" else (args.scheduler or "local")
 
+    bar = ProgressBar(enabled=wanted(args.progress, args.quiet), unit="cases")
+
     def progress(pr: Any) -> None:
         if args.quiet:
             return
@@ -81,14 +86,18 @@ def reproduce_command(args: argparse.Namespace) -> int:
             print(f"{pr.cached} already in {out}, solving {pr.total} on {where}", file=sys.stderr, flush=True)
             return
         row = pr.row
-        what = row.get("file") or f"HBM sweep, {row.get('npus')} NPUs, network x{row.get('net_scale'):g}"
-        err = f" FAILED: {row['error']}" if row.get("error") else ""
-        print(f"[{pr.done}/{pr.total}] {what} ({row.get('wall_s') or 0:.1f} s){err}", file=sys.stderr, flush=True)
+        if row.get("error"):  # a failed case is said whether or not the bar shows
+            what = row.get("file") or f"HBM sweep, {row.get('npus')} NPUs, network x{row.get('net_scale'):g}"
+            bar.message(f"[{pr.done}/{pr.total}] {what} FAILED: {row['error']}")
+        bar(pr)
 
     out = output_dir(args.out)  # a wrong --out is found now, not after the study
-    study = run_study(workloads=workloads, sizes=sizes, latency=not args.no_latency, hbm=not args.no_hbm,
-                      executor=executor, workers=args.workers, out=out, problems_dir=args.problems,
-                      time_limit=args.time_limit, progress=progress)
+    try:
+        study = run_study(workloads=workloads, sizes=sizes, latency=not args.no_latency, hbm=not args.no_hbm,
+                          executor=executor, workers=args.workers, out=out, problems_dir=args.problems,
+                          time_limit=args.time_limit, progress=progress)
+    finally:
+        bar.close()
     with writing(out):
         written = write_files(out, study.summary, study.cases)
         if not args.no_plots:

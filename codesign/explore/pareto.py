@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import InfeasibleError, SpecError
 from ..pipeline.solution import Solution, design_text
@@ -104,13 +104,32 @@ def _limited(problem: Problem, first: str, limits: dict[str, float | None]) -> P
                                objective=obj, network=net)
 
 
+#: ``progress(solves, fraction)``: after each solve, how many so far and the share of the front traced (0..1).
+FrontProgress = Callable[[int, float], None]
+
+
 class _Tracer:
-    def __init__(self, problem: Problem, time_limit: float | None, extra: Extra | None) -> None:
+    def __init__(self, problem: Problem, time_limit: float | None, extra: Extra | None,
+                 progress: FrontProgress | None = None) -> None:
         self.problem, self.time_limit, self.extra, self.solves = problem, time_limit, extra, 0
+        self.progress, self.fraction = progress, 0.0
 
     def _solve(self, first: str, limits: dict[str, float | None]) -> Solution:
         self.solves += 1
-        return solve(_limited(self.problem, first, limits), time_limit=self.time_limit, extra=self.extra)
+        try:
+            return solve(_limited(self.problem, first, limits), time_limit=self.time_limit, extra=self.extra)
+        finally:
+            if self.progress:
+                self.progress(self.solves, self.fraction)
+
+    def posed(self) -> Solution:
+        """The problem as posed, its own budgets and objective."""
+        self.solves += 1
+        try:
+            return solve(self.problem, time_limit=self.time_limit, extra=self.extra)
+        finally:
+            if self.progress:
+                self.progress(self.solves, self.fraction)
 
     def lex(self, first: str, second: str, limits: dict[str, float | None]) -> Solution:
         """Minimize ``first`` under ``limits``, then ``second`` keeping ``first`` (InfeasibleError if none).
@@ -128,10 +147,13 @@ class _Tracer:
 
 
 def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *, points: int | None = None,
-                 time_limit: float | None = None, extra: Extra | None = None, max_points: int = 60) -> ParetoFront:
+                 time_limit: float | None = None, extra: Extra | None = None, max_points: int = 60,
+                 progress: FrontProgress | None = None) -> ParetoFront:
     """Trace the front of ``y`` against ``x`` (each of iteration_time, area, power, network_cost) by epsilon constraints
     (module docstring). ``points``: None walks the front exactly (at most ``max_points`` points); N uses N
-    evenly spaced epsilons. Raises SpecError for bad metrics, InfeasibleError if no design is feasible."""
+    evenly spaced epsilons. ``progress(solves, fraction)`` is called after every solve; the fraction is the
+    share of the epsilon's range between the two ends walked so far (the number of corners is not known in
+    advance). Raises SpecError for bad metrics, InfeasibleError if no design is feasible."""
     for name, m in (("x", x), ("y", y)):
         if m not in METRICS:
             raise SpecError(f"--{name}: expected one of {', '.join(METRICS)}, got {m!r}")
@@ -146,14 +168,16 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
     e = y if x == "iteration_time" else x
     o = x if e == y else y
     free: dict[str, float | None] = {x: None, y: None}
-    tr = _Tracer(problem, time_limit, extra)
+    tr = _Tracer(problem, time_limit, extra, progress)
     hi = tr.lex(o, e, free)     # min-o end: the largest e on the front
     lo = tr.lex(e, o, free)     # min-e end
     found = [hi]
     e_lo = metric(lo, e)
+    span = metric(hi, e) - e_lo
     if points is None:
         cur = hi
         while metric(cur, e) > e_lo + _hair(e_lo) and len(found) < max_points:
+            tr.fraction = (metric(hi, e) - metric(cur, e)) / span if span > 0 else 1.0
             try:
                 nxt = tr.lex(o, e, {**free, e: metric(cur, e) - _hair(metric(cur, e))})
             except InfeasibleError:
@@ -166,6 +190,7 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
         e_hi = metric(hi, e)
         for i in range(1, points - 1):
             eps = e_lo + (e_hi - e_lo) * i / (points - 1)
+            tr.fraction = (i - 1) / (points - 2)
             try:
                 found.append(tr.lex(o, e, {**free, e: eps * (1 + REL)}))
             except InfeasibleError:
@@ -183,14 +208,15 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
         names = ([f"min-{short[x]}"] if i == 0 else []) + ([f"min-{short[y]}"] if i == len(pts) - 1 else [])
         return " and ".join(names) + " end" if names else ""
     pts = [dataclasses.replace(p, role=role(i)) for i, p in enumerate(pts)]
+    tr.fraction = 1.0  # the front is traced; the last solve is the problem as posed
     try:
-        posed = solve(problem, time_limit=time_limit, extra=extra)
+        posed = tr.posed()
     except InfeasibleError:
         posed = None
     budget = {"area": problem.engine.area_budget_mm2, "power": problem.engine.power_budget_w,
               "iteration_time": problem.objective.iteration_time_target_s,
               "network_cost": problem.network.budget if problem.network is not None else None}[x]
-    return ParetoFront(x, y, pts, posed, method, tr.solves + 1, budget, dropped)
+    return ParetoFront(x, y, pts, posed, method, tr.solves, budget, dropped)
 
 
 def _nondominated(sols: list[Solution], x: str, y: str) -> tuple[list[Solution], int]:

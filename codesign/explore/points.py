@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 
 from ..errors import InfeasibleError
 from ..pipeline.solution import Solution, design_keys
-from ..pipeline.solve import Extra, solve
+from ..pipeline.solve import Extra, Family, solve
 from ..problem.model import Problem
 
 #: Per-point result columns, in SI units (area mm^2), as ``solution_row`` fills them.
@@ -43,7 +43,36 @@ class PointTask:
     checks: tuple[Check, ...] = ()
 
 
+@dataclass(frozen=True)
+class BatchTask:
+    """Several points for one worker, run one after another: points of one family (``pipeline.solve.Family``,
+    the same problem but for its budgets) share the master and the replays there, and a batch pays the
+    round trip to the worker once. ``key`` is the first point's (the runners name a task by it)."""
+
+    key: str
+    tasks: tuple[PointTask, ...]
+
+
 _SOLVE_LOCK = threading.Lock()  # one HiGHS solve per process at a time, whatever the worker's thread count
+#: How many families a worker process keeps (the most recently used): a worker keeps its families between
+#: batches, so a family whose points came in several batches is built once per worker.
+FAMILIES_KEPT = 2
+_families: list[Family] = []  # most recently used last; guarded by _SOLVE_LOCK
+
+
+def _family(task: PointTask) -> Family | None:
+    """This process's family of the task's problem (made on first use), or None if it cannot have one."""
+    if not Family.eligible(task.problem, task.extra):
+        return None
+    for f in _families:
+        if f.admits(task.problem):
+            _families.remove(f)
+            _families.append(f)
+            return f
+    f = Family(task.problem)
+    _families.append(f)
+    del _families[:-FAMILIES_KEPT]
+    return f
 
 
 def solution_row(s: Solution) -> dict[str, Any]:
@@ -62,7 +91,7 @@ def run_point(task: PointTask) -> dict[str, Any]:
     row: dict[str, Any] = {"status": "error", "error": ""}
     try:
         with _SOLVE_LOCK:
-            sol = solve(task.problem, time_limit=task.time_limit, extra=task.extra)
+            sol = solve(task.problem, time_limit=task.time_limit, extra=task.extra, family=_family(task))
         row.update(solution_row(sol))
         for check in task.checks:
             try:
@@ -76,6 +105,30 @@ def run_point(task: PointTask) -> dict[str, Any]:
     row["worker"] = f"{socket.gethostname()}:{os.getpid()}"
     row["wall_s"] = time.perf_counter() - t0
     return row
+
+
+def run_batch(batch: BatchTask) -> dict[str, Any]:
+    """Run a batch's points in order; ``{"rows": [each point's row]}``. Never raises."""
+    return {"rows": [run_point(t) for t in batch.tasks]}
+
+
+def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], workers: int,
+            per_worker: int = 2) -> list[BatchTask]:
+    """The tasks in batches of one family each (``family_of(task)``: a hashable guess, checked by the worker),
+    largest first. A family is one batch when there are at least ``per_worker`` families per worker: a family
+    split between workers replays its designs and compiles its masters in each, which costs more than an
+    uneven share. With fewer families, each is split into enough batches for that many per worker."""
+    groups: dict[Any, list[PointTask]] = {}
+    for t in tasks:
+        groups.setdefault(family_of(t), []).append(t)
+    parts = max(1, -(-per_worker * max(1, workers) // max(1, len(groups))))
+    out = []
+    for group in groups.values():
+        size = max(1, -(-len(group) // parts))
+        for i in range(0, len(group), size):
+            chunk = tuple(group[i:i + size])
+            out.append(BatchTask(chunk[0].key, chunk))
+    return sorted(out, key=lambda b: -len(b.tasks))  # stable: plan order among equals
 
 
 def error_row(message: str) -> dict[str, Any]:

@@ -5,9 +5,10 @@
 
 The steps: ``plan`` edits the problem's YAML document at each point and validates it (so a wrong path
 or value is one SpecError before anything runs), ``run_plan`` sends the validated problems (data, never
-Pyomo models, which do not pickle) to an executor -- a local process pool by default, or Dask -- and
-appends each finished point to the results CSV as one line, so a sweep killed at any moment, even by
-SIGKILL, keeps every point it finished. A point's key is a digest of its problem's content (not its
+Pyomo models, which do not pickle) to an executor -- a local process pool by default, or Dask -- in
+batches of points that differ only in budgets (a worker shares their master and replays,
+``pipeline.solve.Family``), and appends each finished point to the results CSV as one line, so a sweep
+killed at any moment, even by SIGKILL, keeps every point its workers returned. A point's key is a digest of its problem's content (not its
 spelling: "25GB/s" and 25e9 are the same point) and of the solve options; a rerun skips keys already in
 the file. A failed point is a row with status ``error`` and its message; the sweep goes on.
 """
@@ -31,13 +32,16 @@ from ..problem.model import Problem
 from ..spec.yamlfile import load_yaml
 from .executors import make_runner
 from .params import Param, apply, canonical, check_path, get_value, params_from
-from .points import RESULT_COLUMNS, Check, PointTask, run_point, solution_row
+from .points import RESULT_COLUMNS, Check, PointTask, batches, run_batch, run_point, solution_row
 from .results import ResultsFile
 
 if TYPE_CHECKING:
     import pandas as pd
 
 MODES = ("grid", "one_at_a_time")
+#: Key paths that only change the master's right-hand sides: points that differ in these alone are one family
+#: (``pipeline.solve.Family``), batched together so that a worker shares the master and the replays.
+BUDGET_PATHS = ("engine.area_budget", "engine.power_budget")
 TAIL_COLUMNS = ("evaluations", "master_solves", "worker", "wall_s")
 
 
@@ -195,25 +199,45 @@ def run_plan(pl: Plan, *, executor: Any = None, workers: int | None = None, out:
         if progress:
             progress(state)
         if tasks:
-            runner = make_runner(executor, workers, tasks)
+            def family_of(t: PointTask) -> tuple:
+                return tuple(v for k, v in todo[t.key].columns.items() if k not in BUDGET_PATHS)
+            work = batches(tasks, family_of, _worker_count(executor, workers))
+            runner = make_runner(executor, workers, work, fn=run_batch)
             try:
-                for task, row in runner.run(tasks):
-                    pt = todo[task.key]
-                    full = {"key": task.key, "problem": pt.problem.name, **pt.columns, **row}
-                    if store:
-                        store.append(full)
-                    done[task.key] = full
-                    state.done += 1
-                    state.failed += row.get("status") == "error"
-                    state.elapsed_s, state.row = time.perf_counter() - t0, full
-                    if progress:
-                        progress(state)
+                for batch, result in runner.run(work):
+                    rows = result.get("rows") or [result] * len(batch.tasks)  # a batch's failure is each point's
+                    for task, row in zip(batch.tasks, rows):
+                        pt = todo[task.key]
+                        full = {"key": task.key, "problem": pt.problem.name, **pt.columns, **row}
+                        if store:
+                            store.append(full)
+                        done[task.key] = full
+                        state.done += 1
+                        state.failed += row.get("status") == "error"
+                        state.elapsed_s, state.row = time.perf_counter() - t0, full
+                        if progress:
+                            progress(state)
             finally:
                 runner.close()
     finally:
         if store:
             store.close()
     return _frame(pl, done, set(todo))
+
+
+def _worker_count(executor: Any, workers: int | None) -> int:
+    """How many workers will run the points, for sizing the batches (a guess for a cluster we did not start)."""
+    import os
+    if executor == "serial":
+        return 1
+    if workers:
+        return workers
+    if hasattr(executor, "nthreads"):  # a dask.distributed.Client
+        try:
+            return max(1, sum(executor.nthreads().values()))
+        except Exception:
+            pass
+    return os.cpu_count() or 1
 
 
 def _frame(pl: Plan, rows: Mapping[str, Mapping[str, Any]], fresh: set[str]) -> pd.DataFrame:

@@ -72,7 +72,7 @@ def solve_model(m: pyo.ConcreteModel, spec: SolverSpec, time_limit_s: float | No
     return SolveStats(status, tc.name, inc if has else None, bound, gap, wall, model_size(m), has)
 
 
-def new_highs():
+def new_highs() -> Any:
     """A silent highspy.Highs, its start-up banner kept off stdout (``--json`` prints only JSON there)."""
     import os
     import sys
@@ -112,6 +112,9 @@ class CompiledModel:
         self.h = new_highs()
         self.inf = highspy.kHighsInf
         self._error = highspy.HighsStatus.kError
+        # every call that builds the model in HiGHS, in order, so that ``restart`` can make the same model
+        # again without walking Pyomo's expressions (None once the build is over)
+        self._calls: list[tuple[str, tuple]] | None = []
         objs = list(m.component_data_objects(pyo.Objective, active=True))
         if len(objs) != 1:
             raise ValueError(f"the model has {len(objs)} active objectives; HiGHS takes one")
@@ -119,10 +122,41 @@ class CompiledModel:
             self._column(v)
         self.set_objective(objs[0].expr, objs[0].sense == pyo.minimize)
         self.rows = 0
+        self.row_of: dict[int, tuple[int, float]] = {}  # id(constraint) -> (its row, the constant moved to the rhs)
         for con in m.component_data_objects(pyo.Constraint, active=True):
             lo = None if con.lower is None else pyo.value(con.lower)
             hi = None if con.upper is None else pyo.value(con.upper)
-            self.add(lo, con.body, hi)
+            self.row_of[id(con)] = (self.rows, self.add(lo, con.body, hi))
+        self.built = (self._calls, len(self.vars), self.rows, self.sense, self.offset)
+        self._calls = None
+
+    def _call(self, name: str, *args: Any) -> Any:
+        """Call HiGHS's ``name``, recording the call while the model is being built."""
+        if self._calls is not None:
+            self._calls.append((name, args))
+        return getattr(self.h, name)(*args)
+
+    def restart(self, bounds: dict[int, tuple[float | None, float | None]] | None = None) -> None:
+        """Return to the model as built: a new HiGHS given the same calls in the same order as the build,
+        so it holds the same model in the same state as a fresh compile would, without the rows added since
+        (cuts) and without walking Pyomo again. ``bounds``: {id(constraint): (lo, hi)}, constraints of the
+        build given new bounds (in the constraint's own terms, as ``add`` takes them), e.g. a budget."""
+        calls, ncols, nrows, self.sense, self.offset = self.built
+        if len(self.vars) != ncols:
+            raise ValueError("columns were added after the build; compile the model again instead")
+        moved = {}
+        for key, (lo, hi) in (bounds or {}).items():
+            row, const = self.row_of[key]
+            moved[row] = (-self.inf if lo is None else lo - const, self.inf if hi is None else hi - const)
+        self.h = new_highs()
+        row = 0
+        for name, args in calls:
+            if name == "addRow":
+                if row in moved:
+                    args = (*moved[row], *args[2:])
+                row += 1
+            getattr(self.h, name)(*args)
+        self.rows = nrows
 
     def set_objective(self, expr, minimize: bool = True) -> None:
         """Make the linear ``expr`` the objective (minimized unless ``minimize`` is False)."""
@@ -133,7 +167,7 @@ class CompiledModel:
         for j, c in cols.items():
             cost[j] = self.sense * c
         n = len(self.vars)
-        self.h.changeColsCost(n, np.arange(n, dtype=np.int32), cost[:n])
+        self._call("changeColsCost", n, np.arange(n, dtype=np.int32), cost[:n])
 
     def pop_row(self) -> None:
         """Remove the row added last."""
@@ -162,22 +196,24 @@ class CompiledModel:
         else:
             lo = -self.inf if v.lb is None else float(v.lb)
             hi = self.inf if v.ub is None else float(v.ub)
-        self.h.addVar(lo, hi)
+        self._call("addVar", lo, hi)
         if v.is_integer() and not v.fixed:
             import highspy
-            self.h.changeColIntegrality(j, highspy.HighsVarType.kInteger)
+            self._call("changeColIntegrality", j, highspy.HighsVarType.kInteger)
         return j
 
-    def add(self, lo: float | None, expr, hi: float | None) -> None:
-        """Add the row lo <= expr <= hi (None: unbounded on that side)."""
+    def add(self, lo: float | None, expr, hi: float | None) -> float:
+        """Add the row lo <= expr <= hi (None: unbounded on that side); return the constant of ``expr``,
+        which HiGHS's row bounds hold moved to the other side."""
         const, cols = self._linear(expr)
         row_lo = -self.inf if lo is None else lo - const
         row_hi = self.inf if hi is None else hi - const
         idx = np.array(list(cols), dtype=np.int32)
-        status = self.h.addRow(row_lo, row_hi, len(idx), idx, np.array(list(cols.values()), dtype=float))
+        status = self._call("addRow", row_lo, row_hi, len(idx), idx, np.array(list(cols.values()), dtype=float))
         if status == self._error:
             raise ValueError(f"HiGHS refused the row {expr} (a coefficient out of its range?)")
         self.rows += 1
+        return const
 
     def _linear(self, expr) -> tuple[float, dict[int, float]]:
         """The constant and the column coefficients of a linear expression; a fixed variable (one the

@@ -310,6 +310,32 @@ class Master:
             self.compiled = CompiledModel(self.model)
         return self.compiled.solve(spec, time_limit_s)
 
+    # ------------------------------------------------------------------ re-use across budgets
+    def restart(self, md: ModelData) -> None:
+        """Make this master what ``Master(md)`` would build and compile, for an ``md`` whose problem differs
+        from the one it was built for only in the engine's area and power budgets, and not in which
+        options they rule out (``unusable``) or in which budgets are set (the caller's ``Family`` checks).
+        The budgets are right-hand sides of the build: the cuts go, the budget rows take the new values,
+        and HiGHS is given the build's own calls again (``CompiledModel.restart``), so the solves that
+        follow are the same as a fresh master's. Call after the first ``solve`` (it compiles)."""
+        m, eng = self.model, md.problem.engine
+        if self.compiled is None:
+            raise ValueError("restart needs a compiled master (solve it once first)")
+        self.md, self.engine = md, eng
+        bounds = {}
+        for name, budget in (("area_budget", eng.area_budget_mm2), ("power_budget", eng.power_budget_w)):
+            con = getattr(m, name, None)
+            if (con is None) != (budget is None):
+                raise ValueError(f"{name}: the new problem sets it and the built one does not, or the reverse")
+            if con is not None:
+                con.set_value(con.body <= budget)
+                bounds[id(con)] = (None, budget)
+        for name in ("interval", "visited"):  # the cuts (none at the build)
+            m.del_component(name)
+            setattr(m, name, pyo.ConstraintList())
+        self._intervals = set()
+        self.compiled.restart(bounds)
+
     def smallest_at(self, spec: SolverSpec, T_us: float, time_limit_s: float) -> bool:
         """Among the designs the master admits at period ``T_us``, load the one of least area into the
         model's variables (False if HiGHS found none in time): the design to evaluate when several tie

@@ -134,6 +134,91 @@ def precheck(p: Problem) -> None:
                               f"(short by {least - net.budget:g} {net.unit})")
 
 
+def _budgetless(p: Problem) -> Problem:
+    """``p`` without its area and power budgets: what a family's problems have in common."""
+    return dataclasses.replace(p, engine=dataclasses.replace(p.engine, area_budget_mm2=None, power_budget_w=None))
+
+
+class Family:
+    """What the solves of problems that differ only in the engine's area and power budgets share, kept
+    between them (a sweep's points along a budget axis, or several budget axes, in one worker process).
+
+    Budgets enter a solve in two places only: the master's budget rows (right-hand sides) and which options
+    they rule out (``unusable``: options fixed out of the master). Nothing else reads them: the iteration,
+    the collectives' demands, the simulator and the any-order bound are functions of the workload and the
+    platform. So problems equal but for their budgets have the same model data and the same replay of every
+    design (the simulator is deterministic): one ``replays`` for all of them. Those that also set the same
+    budgets and rule out the same options have the same master up to the budget rows: one master each
+    (``masters``), restarted for every member (``Master.restart``). A member's solve is then the solve of its
+    problem alone, step for step: the same HiGHS calls and the same evaluations, the replays read from
+    ``replays`` instead of run again. Only ``schedule.order`` lifo or fifo (optimize's evaluations are timed
+    heuristics), no ``extra`` hook (whose changes to the master cannot be re-applied) and no compute order
+    left to choose."""
+
+    #: Masters kept per family (the most recently used): a few budgets' worth of ruled-out options.
+    MASTERS_KEPT = 4
+
+    def __init__(self, problem: Problem) -> None:
+        self.base = _budgetless(problem)
+        self.md = model_data(problem)
+        self.masters: dict[tuple, Master] = {}  # by _master_key; most recently used last
+        self.replays: dict[tuple[tuple[str, int], ...], tuple[Evaluation, float, Replayed]] = {}
+        self.bounds: dict[tuple[tuple[str, int], ...], tuple[float, str]] = {}
+
+    @staticmethod
+    def eligible(problem: Problem, extra: Extra | None = None) -> bool:
+        """Whether a solve of ``problem`` can share a family's work at all: not with a task graph whose
+        compute order is still to be chosen (``with_compute_order`` runs a time-limited MILP per solve)."""
+        graph = getattr(problem.workload, "task_graph", None)
+        return (extra is None and problem.schedule.order in ("lifo", "fifo")
+                and (graph is None or bool(graph.decided)))
+
+    def admits(self, problem: Problem, extra: Extra | None = None) -> bool:
+        """Whether ``problem`` is a member: equal to the family's but for the budgets."""
+        return self.eligible(problem, extra) and _budgetless(problem) == self.base
+
+    @staticmethod
+    def _master_key(problem: Problem) -> tuple:
+        e = problem.engine
+        return (e.area_budget_mm2 is None, e.power_budget_w is None, tuple(unusable(e)))
+
+    def data(self, problem: Problem) -> ModelData:
+        """A member's model data: the family's (iteration, demands, their cache), with the member's problem."""
+        return dataclasses.replace(self.md, problem=problem)
+
+    def master(self, md: ModelData, search: Search) -> Master:
+        """The master of a member (``md``): a kept one restarted to what ``search.master()`` would build and
+        compile, or that new master (kept once its first solve has compiled it)."""
+        key = self._master_key(md.problem)
+        master = self.masters.pop(key, None)
+        if master is not None and master.compiled is not None:
+            master.restart(md)
+        else:
+            master = search.master()
+        self.masters[key] = master
+        for old in list(self.masters)[:-self.MASTERS_KEPT]:
+            del self.masters[old]
+        return master
+
+    def evaluator(self, md: ModelData) -> Callable[[dict[str, int]], tuple[Evaluation, float, Replayed]]:
+        """``policy_evaluator(md)``, each design replayed once for the whole family."""
+        evaluate = policy_evaluator(md)
+
+        def cached(choice: dict[str, int]) -> tuple[Evaluation, float, Replayed]:
+            key = tuple(sorted(choice.items()))
+            if key not in self.replays:
+                self.replays[key] = evaluate(choice)
+            return self.replays[key]
+        return cached
+
+    def any_order_bound_s(self, problem: Problem, design: Design, choice: dict[str, int]) -> tuple[float, str]:
+        """``any_order_bound_s`` at a design, computed once for the whole family."""
+        key = tuple(sorted(choice.items()))
+        if key not in self.bounds:
+            self.bounds[key] = any_order_bound_s(problem, design)
+        return self.bounds[key]
+
+
 @dataclass
 class Built:
     """A solve built and not yet run (``build``): the problem's model data, the search that evaluates
@@ -149,6 +234,7 @@ class Built:
     extra: Extra | None
     limit_s: float
     started: float
+    family: Family | None = None
 
     @property
     def model(self) -> pyo.ConcreteModel:
@@ -166,22 +252,30 @@ class Built:
 
 
 def build(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None,
-          refine_s: float = 0.0, started: float | None = None) -> Built:
+          refine_s: float = 0.0, started: float | None = None, family: Family | None = None) -> Built:
     """The first stage of ``solve``: check the problem, gather its model data and build the master MILP
-    (with ``extra`` applied). The arguments are ``solve``'s; the time limit counts from ``started``."""
+    (with ``extra`` applied). The arguments are ``solve``'s; the time limit counts from ``started``.
+    ``family``: a ``Family`` that ``problem`` belongs to (``Family.admits``), whose model data, master and
+    replays the solve uses and extends; the answer is the same as without it."""
     t0 = time.perf_counter() if started is None else started
     precheck(problem)
     problem, _ = with_compute_order(problem)  # a task graph's compute order, before the design search
     limit = time_limit if time_limit is not None else problem.solver.time_limit_s
-    md = model_data(problem)
+    if family is not None and not family.admits(problem, extra):
+        raise ValueError("the problem is not a member of the family it was given")
+    md = family.data(problem) if family is not None else model_data(problem)
     check_ranges(md, set(unusable(problem.engine)))
     optimize = problem.schedule.order == "optimize"
-    evaluate = optimize_evaluator(md, refine_s) if optimize else policy_evaluator(md)
+    if family is not None:
+        evaluate = family.evaluator(md)
+    else:
+        evaluate = optimize_evaluator(md, refine_s) if optimize else policy_evaluator(md)
     search = Search(md, evaluate, deadline=t0 + limit, exact=not optimize)
     if time.perf_counter() >= search.deadline:
         raise SolverError(f"the time limit ({limit:g} s) passed before the search could start (loading the problem "
                           f"took {time.perf_counter() - t0:.2f} s); raise it (--time-limit)")
-    return Built(problem, md, search, search.master(extra=extra), extra, limit, t0)
+    master = family.master(md, search) if family is not None else search.master(extra=extra)
+    return Built(problem, md, search, master, extra, limit, t0, family)
 
 
 def run(built: Built) -> SearchResult:
@@ -218,7 +312,7 @@ def assign(built: Built, res: SearchResult, *, diagnose: bool = False, duals: bo
         # (minimizing time, the search already evaluates the least-area design among those tied)
         chosen = _tie_break(search, master, chosen, built.extra)
     sol = _solution(built.md, search, master, res, chosen, status, objective, bound, custom, diagnose,
-                    time.perf_counter() - built.started)
+                    time.perf_counter() - built.started, built.family)
     if duals:
         from .shadow import platform_duals
         sol = dataclasses.replace(sol, duals=platform_duals(built.problem, sol))
@@ -226,7 +320,8 @@ def assign(built: Built, res: SearchResult, *, diagnose: bool = False, duals: bo
 
 
 def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None,
-          diagnose: bool = False, refine_s: float = 0.0, started: float | None = None) -> Solution:
+          diagnose: bool = False, refine_s: float = 0.0, started: float | None = None,
+          family: Family | None = None) -> Solution:
     """Solve ``problem``: the design whose simulated period is least (or the smallest that meets the
     target), with its steady-state schedule as simulated: ``assign(b, run(b))`` for ``b = build(...)``.
 
@@ -236,9 +331,10 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     ``refine_s``: with ``order: optimize``, seconds per design for refining dispatch priorities.
     ``started``: the ``time.perf_counter()`` the time limit counts from (the command line passes its
     own start, so the limit is the whole command's); default: now.
+    ``family``: a ``Family`` the problem belongs to (``build``'s); the answer is the same as without it.
     Raises InfeasibleError (with the reason) or SolverError.
     """
-    built = build(problem, time_limit=time_limit, extra=extra, refine_s=refine_s, started=started)
+    built = build(problem, time_limit=time_limit, extra=extra, refine_s=refine_s, started=started, family=family)
     return assign(built, run(built), diagnose=diagnose)
 
 
@@ -331,7 +427,8 @@ def schedule_of(md: ModelData, sim: SimResult) -> tuple[tuple[ScheduledTask, ...
 
 
 def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, chosen: Visit, status: str,
-              objective: float, bound: float | None, custom: bool, diagnose: bool, wall: float) -> Solution:
+              objective: float, bound: float | None, custom: bool, diagnose: bool, wall: float,
+              family: Family | None = None) -> Solution:
     p = md.problem
     choice = chosen.choice
     design = design_of(p.engine, choice)
@@ -361,7 +458,8 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
                 notes.append(f"no bandwidth anywhere in the ranges replays faster than "
                              f"{format_quantity(continuous, SECONDS)} (proven: the relaxation over each grid cell); "
                              f"the answer is within {100 * max(0.0, T - continuous) / T:.2f}% of it")
-    any_bound, binding = any_order_bound_s(at_design(p, choice), design)
+    any_bound, binding = (family.any_order_bound_s(at_design(p, choice), design, choice) if family is not None
+                          else any_order_bound_s(at_design(p, choice), design))
     if p.schedule.order == "optimize":
         notes.append(f"no order replays faster than {format_quantity(any_bound, SECONDS)} at this design (proven, "
                      f"set by {binding}); the best order found is {100 * (T - any_bound) / T:.2f}% above it")

@@ -539,13 +539,27 @@ def solver(ctx: Ctx, s: Any, override_profile: str | None = None, top: Any = Non
     # --confine holds the problem file to its folder; the command line's profile and the shipped ones are trusted
     confine_to = None if flag or prof.parent == SHIPPED_PROFILES else ctx.confine_to
     try:
-        doc = load_yaml(prof, what="solver profile", confine_to=confine_to)
-    except UnreadableFile as e:
-        raise refuse(f"{shown(name)}: {e.detail}") from None
-    pctx = Ctx(str(prof))
-    base = solver_settings(pctx, doc, SolverSpec(profile=name), path="")
-    pctx.emit_notes()
+        st = prof.stat()
+        key: tuple | None = (str(prof.resolve()), st.st_mtime_ns, st.st_size, name, confine_to)
+    except OSError:
+        key = None  # load_yaml says why
+    base = _profiles.get(key) if key is not None else None
+    if base is None:
+        try:
+            doc = load_yaml(prof, what="solver profile", confine_to=confine_to)
+        except UnreadableFile as e:
+            raise refuse(f"{shown(name)}: {e.detail}") from None
+        pctx = Ctx(str(prof))
+        base = solver_settings(pctx, doc, SolverSpec(profile=name), path="")
+        if key is not None and not pctx.notes:  # a profile with warnings is read (and warns) every time
+            _profiles[key] = base
+        pctx.emit_notes()
     return solver_settings(ctx, s, base, top=top)
+
+
+#: Profiles already read in this process, by (file, modification time, size, name, confinement): a sweep
+#: validates every point's problem, and parsing the same profile again cost more than the rest of the point.
+_profiles: dict[tuple, SolverSpec] = {}
 
 
 # ---------------------------------------------------------------- the whole problem

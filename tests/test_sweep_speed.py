@@ -1,0 +1,176 @@
+"""The fast path of sweeps (families of points that differ only in budgets share the master and the replays;
+points run in batches) gives the answers of solving each point alone; the progress bar's text and when it
+shows. Timings are benchmarks/sweep_throughput.py's, not asserted here."""
+from __future__ import annotations
+
+import dataclasses
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from codesign.cli.progress import ProgressBar, format_progress
+from codesign.errors import InfeasibleError
+from codesign.explore.points import PointTask, batches
+from codesign.explore.sweep import VALIDATE, plan, run_plan
+from codesign.milp.highs import CompiledModel
+from codesign.milp.master import Evaluation, Master
+from codesign.pipeline.solve import Family, model_data, solve
+from codesign.problem.load import load_problem
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICK = str(ROOT / "problems" / "quickstart.yaml")
+#: What a point's answer is: every one must be the same, bit for bit, on the fast path and alone.
+ANSWER = ("status", "iteration_time_s", "bound_s", "gap", "objective", "area_mm2", "power_w", "sram_bytes",
+          "alu_rate_bytes_per_s", "dma_bandwidth_bytes_per_s", "evaluations", "master_solves", "compute_time_s",
+          "exposed_comm_s", "simulated_s")
+
+
+def _alone(problem) -> dict:
+    """A point solved by itself, as ``codesign solve`` would (no family), in the sweep's row terms."""
+    from codesign.explore.points import solution_row
+    try:
+        sol = solve(problem)
+    except InfeasibleError:
+        return {"status": "infeasible"}
+    row = solution_row(sol)
+    row["simulated_s"] = VALIDATE.fn(problem, sol)["simulated_s"]
+    return row
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(area=st.lists(st.sampled_from(["0.5mm^2", "0.8mm^2", "1.2mm^2", "2mm^2", "2.35mm^2", "3mm^2", "5mm^2"]),
+                     min_size=1, max_size=4, unique=True),
+       power=st.sampled_from([None, "1W", "2.5W"]),
+       bandwidth=st.lists(st.sampled_from(["10GB/s", "25GB/s", "80GB/s"]), min_size=1, max_size=2, unique=True))
+def test_a_sweep_on_the_fast_path_answers_as_each_point_alone(area, power, bandwidth):
+    params = {"topology.dims[1].bandwidth": bandwidth, "engine.area_budget": area}
+    if power is not None:
+        params["engine.power_budget"] = [power]
+    pl = plan(QUICK, params, checks=[VALIDATE])
+    df = run_plan(pl, executor="serial")  # batches of one family each, families kept in this process
+    for pt, (_, row) in zip(pl.points, df.iterrows()):
+        alone = _alone(pt.problem)
+        for c in ANSWER:
+            a, b = row.get(c), alone.get(c)
+            if c in alone or row["status"] != "infeasible":
+                assert (a == b) or (a != a and b is None) or (a != a and b != b), (pt.values, c, a, b)
+        assert row["status"] == alone["status"]
+
+
+def _lp(master: Master):
+    lp = master.compiled.h.getLp()
+    return [np.asarray(x) for x in (lp.col_cost_, lp.col_lower_, lp.col_upper_, lp.row_lower_, lp.row_upper_,
+                                    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_)] + \
+        [np.asarray(lp.integrality_)]
+
+
+def test_a_restarted_master_holds_the_model_a_fresh_build_compiles():
+    p = load_problem(QUICK)
+    other = dataclasses.replace(p, engine=dataclasses.replace(p.engine, area_budget_mm2=2.35))
+    used = Master(model_data(p))
+    used.solve(p.solver, 10)
+    used.add_evaluation(Evaluation({"sram": 1, "alu": 0, "dma": 1}, 500.0))  # a cut, which the restart drops
+    used.restart(model_data(other))
+    fresh = Master(model_data(other))
+    fresh.compiled = CompiledModel(fresh.model)  # what its first solve compiles
+    for a, b in zip(_lp(used), _lp(fresh)):  # the same model, before HiGHS runs
+        assert a.shape == b.shape and np.array_equal(a, b)
+    assert used.compiled.rows == fresh.compiled.rows and len(used.model.visited) == 0
+    x, y = used.solve(p.solver, 10), fresh.solve(p.solver, 10)
+    assert (x.status, x.objective, x.bound) == (y.status, y.objective, y.bound)
+    assert list(used.compiled.h.getSolution().col_value) == list(fresh.compiled.h.getSolution().col_value)
+    with pytest.raises(ValueError, match="power_budget"):  # a budget the build did not have is refused
+        used.restart(model_data(dataclasses.replace(other, engine=dataclasses.replace(other.engine, power_budget_w=3.0))))
+
+
+def test_family_membership_and_masters():
+    p = load_problem(QUICK)
+    fam = Family(p)
+    budget = lambda **kw: dataclasses.replace(p, engine=dataclasses.replace(p.engine, **kw))  # noqa: E731
+    assert fam.admits(p) and fam.admits(budget(area_budget_mm2=0.8)) and fam.admits(budget(power_budget_w=9.0))
+    assert not fam.admits(dataclasses.replace(p, schedule=dataclasses.replace(p.schedule, chunks=2)))
+    assert not fam.admits(p, extra=lambda m, q: None)       # a hook's changes cannot be re-applied
+    assert not Family.eligible(dataclasses.replace(p, schedule=dataclasses.replace(p.schedule, order="optimize")))
+    # one master per set of budgets and of options they rule out; the replays are the family's
+    for b in (2.5, 0.8, 3.0, 0.9):
+        solve(budget(area_budget_mm2=b), family=fam)
+    solve(budget(power_budget_w=9.0), family=fam)
+    assert len(fam.masters) == 3  # {2.5, 3.0}, {0.8, 0.9} (the large options out), and with a power budget
+
+
+def test_members_share_one_master_and_each_design_s_replay():
+    p = load_problem(QUICK)
+    fam = Family(p)
+    first = solve(p, family=fam)
+    (master,), replays = fam.masters.values(), dict(fam.replays)
+    second = solve(dataclasses.replace(p, engine=dataclasses.replace(p.engine, area_budget_mm2=2.9)), family=fam)
+    assert list(fam.masters.values()) == [master] and master.compiled is not None
+    assert first.choice == second.choice and second.sim is replays[tuple(sorted(first.choice.items()))][2].sim
+
+
+def test_batches_keep_families_whole_unless_too_few_to_share_out():
+    tasks = [PointTask(f"k{i}", None) for i in range(12)]
+    three = {f"k{i}": i // 4 for i in range(12)}  # three families of four
+    assert [len(b.tasks) for b in batches(tasks, lambda t: three[t.key], workers=1)] == [4, 4, 4]
+    out = batches(tasks, lambda t: three[t.key], workers=2)  # 3 < 2 a worker: each family split in two
+    assert [len(b.tasks) for b in out] == [2] * 6
+    assert all(len({three[t.key] for t in b.tasks}) == 1 for b in out)
+    assert sorted(t.key for b in out for t in b.tasks) == sorted(t.key for t in tasks)
+    assert [len(b.tasks) for b in batches(tasks, lambda t: 0, workers=2)] == [3, 3, 3, 3]
+    uneven = {f"k{i}": 0 if i < 9 else i for i in range(12)}  # one family of 9, three of 1: largest first
+    assert [len(b.tasks) for b in batches(tasks, lambda t: uneven[t.key], workers=2)] == [9, 1, 1, 1]
+
+
+# ------------------------------------------------------------------ the progress bar
+
+def test_progress_text():
+    assert format_progress(10, 40, 5.0) == ("[######..................] 10/40 points, 2 points/s, 5 s elapsed, "
+                                            "ETA 15 s")
+    assert format_progress(0, 40, 0.2) == "[........................] 0/40 points, 0 s elapsed"  # no rate, no ETA yet
+    assert format_progress(40, 40, 125.0, failed=2).endswith("40/40 points, 2 failed, 0.32 points/s, 2 min 05 s elapsed")
+    # an open-ended count sized by the share of the work done (a Pareto front's range)
+    assert format_progress(3, None, 60.0, unit="solves", fraction=0.25) == (
+        "[######..................] 3 solves, 0.05 solves/s, 1 min 00 s elapsed, ETA 3 min 00 s")
+    assert "ETA" not in format_progress(3, None, 60.0, unit="solves")
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_bar_is_quiet_off_a_terminal_unless_asked():
+    piped = io.StringIO()
+    bar = ProgressBar(piped)
+    for i in range(1, 41):
+        bar.update(i, 40, i * 0.1)
+    bar.close()
+    assert piped.getvalue() == ""
+    forced = io.StringIO()
+    bar = ProgressBar(forced, enabled=True)
+    for i in range(1, 41):
+        bar.update(i, 40, i * 0.1)
+    lines = forced.getvalue().splitlines()  # the first point, then one a tenth
+    assert len(lines) == 11 and lines[-1].startswith("[" + "#" * 24 + "] 40/40 points") and "\r" not in forced.getvalue()
+    tty = _Tty()
+    clock = iter(range(100))
+    bar = ProgressBar(tty, clock=lambda: next(clock))  # a terminal: redrawn in place, ended by the last point
+    for i in range(1, 4):
+        bar.update(i, 3, float(i))
+    text = tty.getvalue()
+    assert text.count("\r") == 3 and text.endswith("3/3 points, 1 points/s, 3 s elapsed\x1b[K\n")
+
+
+def test_cli_sweep_bar_goes_to_stderr_only_when_asked(tmp_path, capsys):
+    from codesign.cli.main import main
+    args = ["sweep", QUICK, "--param", "engine.area_budget=2mm^2,3mm^2", "--workers", "1", "--no-plots"]
+    assert main([*args, "--out", str(tmp_path / "a.csv")]) == 0
+    quiet = capsys.readouterr()
+    assert "points/s" not in quiet.err and "points/s" not in quiet.out
+    assert main([*args, "--out", str(tmp_path / "b.csv"), "--progress"]) == 0
+    shown = capsys.readouterr()
+    assert "2/2 points" in shown.err and "points/s" not in shown.out
