@@ -81,7 +81,8 @@ def run(tree: Path, spec: dict) -> dict:
     if r.returncode != 0:
         raise SystemExit(f"measurement in {tree} failed:\n{r.stderr[-3000:]}")
     out = json.loads(r.stdout.strip().splitlines()[-1])
-    if not out["codesign"].startswith(str(tree)) or any(not w.startswith(str(tree)) for w in out["dask_workers_codesign"] or []):
+    workers = out["dask_workers_codesign"] or []
+    if not out["codesign"].startswith(str(tree)) or any(not w.startswith(str(tree)) for w in workers):
         raise SystemExit(f"the measurement of {tree} loaded codesign from {out['codesign']} "
                          f"(Dask workers: {out['dask_workers_codesign']})")
     return out

@@ -63,3 +63,10 @@ def test_readme_layout_names_every_package_and_module():
         modules = [m.stem for m in (ROOT / "codesign" / pkg).glob("*.py") if not m.stem.startswith("__")]
         missing = [m for m in modules if not re.search(rf"\b{m}\b", layout[pkg])]
         assert not missing, f"README's Layout does not name codesign/{pkg}/{', '.join(missing)}"
+
+
+def test_ruff_finds_nothing():
+    """The house style (pyproject.toml's [tool.ruff]): the same check CI runs on every file."""
+    r = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-1000:]

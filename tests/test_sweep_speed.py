@@ -84,7 +84,8 @@ def test_a_restarted_master_holds_the_model_a_fresh_build_compiles():
     assert (x.status, x.objective, x.bound) == (y.status, y.objective, y.bound)
     assert list(used.compiled.h.getSolution().col_value) == list(fresh.compiled.h.getSolution().col_value)
     with pytest.raises(ValueError, match="power_budget"):  # a budget the build did not have is refused
-        used.restart(model_data(dataclasses.replace(other, engine=dataclasses.replace(other.engine, power_budget_w=3.0))))
+        capped = dataclasses.replace(other, engine=dataclasses.replace(other.engine, power_budget_w=3.0))
+        used.restart(model_data(capped))
 
 
 def test_family_membership_and_masters():
@@ -131,7 +132,8 @@ def test_progress_text():
     assert format_progress(10, 40, 5.0) == ("[######..................] 10/40 points, 2 points/s, 5 s elapsed, "
                                             "ETA 15 s")
     assert format_progress(0, 40, 0.2) == "[........................] 0/40 points, 0 s elapsed"  # no rate, no ETA yet
-    assert format_progress(40, 40, 125.0, failed=2).endswith("40/40 points, 2 failed, 0.32 points/s, 2 min 05 s elapsed")
+    assert format_progress(40, 40, 125.0, failed=2).endswith(
+        "40/40 points, 2 failed, 0.32 points/s, 2 min 05 s elapsed")
     # an open-ended count sized by the share of the work done (a Pareto front's range)
     assert format_progress(3, None, 60.0, unit="solves", fraction=0.25) == (
         "[######..................] 3 solves, 0.05 solves/s, 1 min 00 s elapsed, ETA 3 min 00 s")
@@ -155,7 +157,8 @@ def test_the_bar_is_quiet_off_a_terminal_unless_asked():
     for i in range(1, 41):
         bar.update(i, 40, i * 0.1)
     lines = forced.getvalue().splitlines()  # the first point, then one a tenth
-    assert len(lines) == 11 and lines[-1].startswith("[" + "#" * 24 + "] 40/40 points") and "\r" not in forced.getvalue()
+    assert len(lines) == 11 and lines[-1].startswith("[" + "#" * 24 + "] 40/40 points")
+    assert "\r" not in forced.getvalue()
     tty = _Tty()
     clock = iter(range(100))
     bar = ProgressBar(tty, clock=lambda: next(clock))  # a terminal: redrawn in place, ended by the last point

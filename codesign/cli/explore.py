@@ -11,9 +11,10 @@ import json
 import math
 import sys
 import time
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 from ..errors import SpecError
 from ..spec.files import output_file, writing
@@ -234,8 +235,8 @@ def pareto_command(args: argparse.Namespace) -> int:
               f"{best.solution.iteration_time_s * 1e3:.4g} ms: {point_text(best.solution)}")
     if front.as_posed is not None:
         a = front.as_posed
-        print(f"as posed        {front.x} {metric(a, front.x) * sx:.4g} {ux}, {front.y} {metric(a, front.y) * sy:.4g} {uy}: "
-              f"{point_text(a)}")
+        print(f"as posed        {front.x} {metric(a, front.x) * sx:.4g} {ux}, "
+              f"{front.y} {metric(a, front.y) * sy:.4g} {uy}: {point_text(a)}")
     with writing(out):
         front.plot(out)
     print(f"plot            {out}")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 import sys
 import time
-from typing import Any, Callable, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 #: A terminal line is redrawn at most this often (s): a sweep at 50 points/s must not spend its time drawing.
 REDRAW_S = 0.1

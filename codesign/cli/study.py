@@ -10,8 +10,9 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import SpecError, shown
 from ..spec.files import output_dir, writing

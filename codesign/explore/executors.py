@@ -2,9 +2,9 @@
 
 Each runner takes the points' tasks (validated problems: data, not Pyomo models) and yields
 (task, row) as each point finishes, in finishing order. A runner calls ``fn(task)`` for each task:
-``run_point`` (a sweep's point; sweeps pass ``run_batch``, whose row holds a batch's rows) unless it is given
-another module-level function that takes a task with a ``key`` and returns a row, never raising (the ACE study's cases, ``codesign.study.run.run_task``). Solves
-never share a process: HiGHS through
+``run_point`` (a sweep's point; sweeps pass ``run_batch``, whose row holds a batch's rows) unless it is
+given another module-level function that takes a task with a ``key`` and returns a row, never raising
+(the ACE study's cases, ``codesign.study.run.run_task``). Solves never share a process: HiGHS through
 Pyomo crashes when two solves run in threads of one process, so pool workers and Dask workers run
 one point at a time (a lock in ``run_point`` guards the case of a multi-threaded Dask worker too).
 
@@ -21,7 +21,8 @@ import os
 import threading
 import time
 from collections import Counter
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from ..errors import SpecError
 from .points import error_row, run_point

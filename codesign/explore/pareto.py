@@ -6,10 +6,11 @@ ends come first: the min-y end (minimize y with x free, then x) and the min-x en
 Then, with ``points=None`` (the default), the front is walked exactly: from the min-y end, each next
 point minimizes y subject to x a hair (1e-4 mm^2 or W) below the last point's x, until x cannot go lower;
 the design space is finite, so this finds every corner of the front (designs closer than that hair are
-merged; the hair must exceed HiGHS's feasibility tolerance, 1e-6, or a budget of x - 1e-7 admits x). With ``points=N`` the epsilons are N evenly spaced values from the min-x end to the min-y
-end instead, which may skip corners but bounds the number of solves. The problem's own budget on x (and
-on y) is lifted to trace the whole front; its other budgets and constraints stay. Its own answer, "as
-posed", is marked on the picture.
+merged; the hair must exceed HiGHS's feasibility tolerance, 1e-6, or a budget of x - 1e-7 admits x).
+With ``points=N`` the epsilons are N evenly spaced values from the min-x end to the min-y end instead,
+which may skip corners but bounds the number of solves. The problem's own budget on x (and on y) is
+lifted to trace the whole front; its other budgets and constraints stay. Its own answer, "as posed", is
+marked on the picture.
 
 Epsilon constraints use the problem's own knobs: an area, power or network cost budget, or the
 iteration-time target (so no extra hook is needed, and any ``extra`` the caller gives is applied at every
@@ -18,9 +19,10 @@ solve). Iteration times are in seconds, area in mm^2, power in W, network cost i
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import InfeasibleError, SpecError
 from ..pipeline.solution import Solution, design_text

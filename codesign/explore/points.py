@@ -8,8 +8,9 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..errors import InfeasibleError
 from ..pipeline.solution import Solution, design_keys

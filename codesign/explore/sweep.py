@@ -8,8 +8,9 @@ or value is one SpecError before anything runs), ``run_plan`` sends the validate
 Pyomo models, which do not pickle) to an executor -- a local process pool by default, or Dask -- in
 batches of points that differ only in budgets (a worker shares their master and replays,
 ``pipeline.solve.Family``), and appends each finished point to the results CSV as one line, so a sweep
-killed at any moment, even by SIGKILL, keeps every point its workers returned. A point's key is a digest of its problem's content (not its
-spelling: "25GB/s" and 25e9 are the same point) and of the solve options; a rerun skips keys already in
+killed at any moment, even by SIGKILL, keeps every point its workers returned. A point's key is a
+digest of its problem's content (not its spelling: "25GB/s" and 25e9 are the same point) and of the
+solve options; a rerun skips keys already in
 the file. A failed point is a row with status ``error`` and its message; the sweep goes on.
 """
 from __future__ import annotations
@@ -20,9 +21,10 @@ import itertools
 import json
 import pickle
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError, shown
 from ..pipeline.solution import Solution, design_keys
@@ -345,6 +347,6 @@ def read_section(section: Any, file: str) -> dict[str, Any]:
     return out
 
 
-__all__ = ["sweep", "plan", "run_plan", "run_point", "point_key", "Plan", "Point", "PointTask", "Check", "VALIDATE", "Progress",
-           "read_section", "load_document", "solution_row"]
+__all__ = ["sweep", "plan", "run_plan", "run_point", "point_key", "Plan", "Point", "PointTask", "Check", "VALIDATE",
+           "Progress", "read_section", "load_document", "solution_row"]
 

@@ -238,8 +238,8 @@ class Master:
                 held = [self.chunks * sram_need(md.demands[k].chunk_bytes, opt.value) / opt.value for k in range(K)]
                 big = sum(h * self._max_traversal(k) for k, h in enumerate(held))
                 if big > 0:
-                    m.loads.add(m.T + self._gate(self.sram, o, big) >= sum(h * self.traversal(k) for k, h in enumerate(held)
-                                                                       if self.nph[k]))
+                    held_us = sum(h * self.traversal(k) for k, h in enumerate(held) if self.nph[k])
+                    m.loads.add(m.T + self._gate(self.sram, o, big) >= held_us)
 
     def _cycle(self, m: pyo.ConcreteModel) -> None:
         """Compute at full speed in program order; each collective at least its span after its release."""
@@ -263,7 +263,8 @@ class Master:
                     waves = self._waves(k, opt.value)
                     if waves > 1:
                         big = waves * self._max_traversal(k)
-                        m.cycle.add(m.comm_end[k] + self._gate(self.sram, o, big) >= release + waves * self.traversal(k))
+                        m.cycle.add(m.comm_end[k] + self._gate(self.sram, o, big)
+                                    >= release + waves * self.traversal(k))
             shift = m.T if c.next_iteration else 0.0
             m.cycle.add(m.compute_start[c.wait_before] + shift >= m.comm_end[k] + c.delay_s / TIME_UNIT)
 
@@ -426,7 +427,8 @@ class Master:
                     continue
                 o = choice[self.sram]
                 S = self.engine.options(self.sram)[o].value
-                sel = [n for n, k in enumerate(ks) if sram_need(self.md.demands[k].chunk_bytes, S) > S / 2 * (1 + 1e-12)]
+                sel = [n for n, k in enumerate(ks)
+                       if sram_need(self.md.demands[k].chunk_bytes, S) > S / 2 * (1 + 1e-12)]
                 w = np.array([self.chunks * sum(values[k, i] for i in range(self.nph[k])) for k in ks])
                 tag = ("sram", o)
             else:

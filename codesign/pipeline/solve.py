@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pyomo.environ as pyo
 
@@ -53,6 +53,10 @@ class Replayed:
     tried: dict[str, float] | None = None
 
 
+#: A design's evaluation for the search (``search.Evaluator``), with what it keeps: a ``Replayed``.
+Evaluator = Callable[[dict[str, int]], tuple[Evaluation, float, Replayed]]
+
+
 def plateau(engine: Engine, limited: dict[str, bool]) -> frozenset[str]:
     """The sized resources that may be larger without changing a replay in which ``limited`` says which
     pools held something back: those that size a pool (and nothing else) that never did."""
@@ -61,7 +65,7 @@ def plateau(engine: Engine, limited: dict[str, bool]) -> frozenset[str]:
                      if not kind.resource(r).takes_cores and not limited.get(kind.resource(r).pool, True))
 
 
-def policy_evaluator(md: ModelData) -> Callable[[dict[str, int]], tuple[Evaluation, float, Replayed]]:
+def policy_evaluator(md: ModelData) -> Evaluator:
     """Evaluate a design by replaying it under the problem's policy (exact)."""
     p = md.problem
 
@@ -87,7 +91,7 @@ def any_order_bound_s(problem: Problem, design: Design) -> tuple[float, str]:
     return b.bound_s, b.binding
 
 
-def optimize_evaluator(md: ModelData, refine_s: float) -> Callable[[dict[str, int]], tuple[Evaluation, float, Replayed]]:
+def optimize_evaluator(md: ModelData, refine_s: float) -> Evaluator:
     """Evaluate a design for ``order: optimize``: the best of LIFO, FIFO and flow-shop-refined priorities
     in the simulator; the cut carries the proven any-order bound."""
     from ..milp.flowshop import flow_shop, refine_priority
@@ -200,7 +204,7 @@ class Family:
             del self.masters[old]
         return master
 
-    def evaluator(self, md: ModelData) -> Callable[[dict[str, int]], tuple[Evaluation, float, Replayed]]:
+    def evaluator(self, md: ModelData) -> Evaluator:
         """``policy_evaluator(md)``, each design replayed once for the whole family."""
         evaluate = policy_evaluator(md)
 
@@ -342,9 +346,10 @@ def _answer(search: Search, master: Master, res: SearchResult, optimize: bool,
              custom: bool) -> tuple[Visit, str, float, float | None]:
     """The design to report, its status, objective and bound, in the objective's unit."""
     if res.visit is None:  # order: optimize, every design evaluated, none meeting the target
+        fastest = min(v.simulated_us for v in search.visits) * TIME_UNIT
         raise InfeasibleError("no design and order found that meet the iteration-time target "
                               f"{format_quantity(master.time_target_us * TIME_UNIT, SECONDS)}; the orders tried reach "
-                              f"at best {format_quantity(min(v.simulated_us for v in search.visits) * TIME_UNIT, SECONDS)}")
+                              f"at best {format_quantity(fastest, SECONDS)}")
     return res.visit, res.status, res.objective, res.bound
 
 

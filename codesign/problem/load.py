@@ -10,18 +10,31 @@ from __future__ import annotations
 import difflib
 import inspect
 import typing
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import SpecError, shown
 from ..platform.endpoint import NPU, Engine, Option
-from ..platform.network import Network, grid
 from ..platform.engines import ENGINES, every_resource
+from ..platform.network import Network, grid
 from ..platform.topology import ALGORITHMS, KINDS, Dim, Topology
 from ..spec import units as U
-from ..spec.readers import (Ctx, boolean, choice, items, join_path, kind_of, line_of, number, quantity, section,
-                            text, value_with_unit)
 from ..spec.files import UnreadableFile, read_user_bytes
+from ..spec.readers import (
+    Ctx,
+    boolean,
+    choice,
+    items,
+    join_path,
+    kind_of,
+    line_of,
+    number,
+    quantity,
+    section,
+    text,
+    value_with_unit,
+)
 from ..spec.yamlfile import YMap, load_yaml
 from ..workload.astra import astra_to_workload, parse_astra_workload
 from ..workload.chakra import read_trace, trace_path, trace_to_workload
