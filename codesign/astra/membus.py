@@ -145,37 +145,31 @@ class LogGP:
                 self.processing.append(front)
             if not self.processing_busy and self.processing:
                 self._start_processing()
-        elif front.send_back:
+        else:
+            self._onward(front, self.receives)
+
+    def _onward(self, front: Request, queue: deque[Request]) -> None:
+        """``front``, done at the head of ``queue``: sent back out, or retired (through the inner bus if any;
+        the order of the pop and the hand-over is ASTRA's)."""
+        if front.send_back:
             front.send_back = False
-            self.receives.popleft()
+            queue.popleft()
             if self.inner is not None:
                 self._via_inner(front, CONSIDER_SEND_BACK, self.pre_send, True)
             else:
                 self.sends.append(front)
         elif self.inner is not None:
             self._via_inner(front, CONSIDER_RETIRE, self.retirements, False)
-            self.receives.popleft()
+            queue.popleft()
         else:
             front.deliver()
-            self.receives.popleft()
+            queue.popleft()
 
     def _processing_finished(self) -> None:
         """The front request is processed: back out or retired; the next one starts."""
         front = self.processing[0]
         self.processing_busy = False
-        if front.send_back:
-            front.send_back = False
-            self.processing.popleft()
-            if self.inner is not None:
-                self._via_inner(front, CONSIDER_SEND_BACK, self.pre_send, True)
-            else:
-                self.sends.append(front)
-        elif self.inner is not None:
-            self._via_inner(front, CONSIDER_RETIRE, self.retirements, False)
-            self.processing.popleft()
-        else:
-            front.deliver()
-            self.processing.popleft()
+        self._onward(front, self.processing)
         if self.processing:
             self._start_processing()
 
