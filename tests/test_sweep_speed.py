@@ -113,6 +113,21 @@ def test_members_share_one_master_and_each_design_s_replay():
     assert first.choice == second.choice and second.sim is replays[tuple(sorted(first.choice.items()))][2].sim
 
 
+def test_two_builds_of_one_family_never_share_a_master():
+    """A kept master leaves the family while a build holds it: built side by side, each member answers
+    under its own budgets (a shared master's budget rows would be the last build's)."""
+    from codesign.pipeline.solve import assign, build, run
+    p = load_problem(QUICK)
+    tight = dataclasses.replace(p, engine=dataclasses.replace(p.engine, area_budget_mm2=2.0))  # same key, other answer
+    fam = Family(p)
+    solve(p, family=fam)          # the family keeps a compiled master
+    loose_b, tight_b = build(p, family=fam), build(tight, family=fam)
+    assert loose_b.master is not tight_b.master
+    loose, tight_s = assign(loose_b, run(loose_b)), assign(tight_b, run(tight_b))
+    assert (loose.choice, loose.iteration_time_s) == (solve(p).choice, solve(p).iteration_time_s)
+    assert (tight_s.choice, tight_s.iteration_time_s) == (solve(tight).choice, solve(tight).iteration_time_s)
+
+
 def test_batches_keep_families_whole_unless_too_few_to_share_out():
     tasks = [PointTask(f"k{i}", None) for i in range(12)]
     three = {f"k{i}": i // 4 for i in range(12)}  # three families of four

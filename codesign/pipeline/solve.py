@@ -214,17 +214,22 @@ class Family:
 
     def master(self, md: ModelData, search: Search) -> Master:
         """The master of a member (``md``): a kept one restarted to what ``search.master()`` would build and
-        compile, or that new master (kept once its first solve has compiled it)."""
-        key = self._master_key(md.problem)
-        master = self.masters.pop(key, None)
+        compile, or that new master. It leaves the family until ``keep`` gives it back (``assign`` does),
+        so two builds never share one master's budget rows."""
+        master = self.masters.pop(self._master_key(md.problem), None)
         if master is not None and master.compiled is not None:
             master.restart(md)
-        else:
-            master = search.master()
+            return master
+        return search.master()
+
+    def keep(self, master: Master) -> None:
+        """Keep a member's master, once a solve has compiled it, for the next member with its key."""
+        if master.compiled is None:
+            return
+        self.masters.pop(key := self._master_key(master.md.problem), None)
         self.masters[key] = master
         for old in list(self.masters)[:-self.MASTERS_KEPT]:
             del self.masters[old]
-        return master
 
     def evaluator(self, md: ModelData) -> Evaluator:
         """``policy_evaluator(md)``, each design replayed once for the whole family."""
@@ -339,6 +344,8 @@ def assign(built: Built, res: SearchResult, *, diagnose: bool = False, duals: bo
         chosen = _tie_break(search, master, chosen, built.extra)
     sol = _solution(built.md, search, master, res, chosen, status, objective, bound, custom, diagnose,
                     time.perf_counter() - built.started, built.family)
+    if built.family is not None:
+        built.family.keep(master)
     if duals:
         from .shadow import platform_duals
         sol = dataclasses.replace(sol, duals=platform_duals(built.problem, sol))
