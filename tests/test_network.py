@@ -171,6 +171,17 @@ def test_a_range_grid_is_within_its_tolerance_of_every_bandwidth(lo, span, tol):
     assert all(b / a <= (1 + tol) * (1 + 1e-12) for a, b in zip(g, g[1:]))
 
 
+def test_a_range_narrower_than_rounding_is_its_two_ends():
+    lo = 100e9
+    assert grid(lo, lo * (1 + 1e-15), 0.02) == (lo, lo * (1 + 1e-15))
+    assert grid(lo, lo, 0.02) == (lo,)
+
+
+def test_a_network_built_in_code_without_tolerances_lists_every_dimension_as_options():
+    net = Network(((50e9, 100e9), (25e9,)), (1.0, 0.0))
+    assert net.tolerance == (None, None)
+
+
 def test_a_range_becomes_a_grid_and_topology_at_picks_from_it():
     doc = two_dims(1e6, 4, 4, 1.0, 1.0, 1000.0, [50e9], [50e9])
     doc["topology"]["tolerance"] = 0.1
@@ -221,6 +232,9 @@ def test_json_carries_the_network(capsys):
     (lambda t: t.update(tolerance=0, cost_budget=5), "topology.tolerance", "expected a number > 0"),
     (lambda t: t["dims"][0].update(bandwidth={"min": "1 MB/s", "max": "100 GB/s"}) or t.update(tolerance=0.001),
      "topology.dims[0].bandwidth", "grid points"),
+    # counted before any point is made: trillions of points are refused at once, not built
+    (lambda t: t["dims"][0].update(bandwidth={"min": "1 GB/s", "max": "400 GB/s"}) or t.update(tolerance=1e-12),
+     "topology.dims[0].bandwidth", "5991464547112 grid points"),
 ])
 def test_bad_network_input_is_one_line_naming_the_key(tmp_path, capsys, change, key, phrase):
     import yaml

@@ -35,12 +35,20 @@ def dim_of(name: str) -> int | None:
     return None
 
 
+def grid_steps(lo: float, hi: float, tolerance: float) -> int:
+    """How many geometric steps of ratio at most ``1 + tolerance`` take ``lo`` to ``hi`` (0 when hi <= lo):
+    ``grid`` has one point more. Counted before any point is made, so a caller can refuse a huge grid."""
+    if hi <= lo:
+        return 0
+    return max(1, math.ceil(math.log(hi / lo) / math.log1p(tolerance) - 1e-12))
+
+
 def grid(lo: float, hi: float, tolerance: float) -> tuple[float, ...]:
     """Bandwidths from ``lo`` to ``hi`` (bytes/s) in geometric steps of ratio at most ``1 + tolerance``:
     every bandwidth in [lo, hi] has a grid point at or below it within that ratio."""
-    if hi <= lo:
+    n = grid_steps(lo, hi, tolerance)
+    if n == 0:
         return (lo,)
-    n = math.ceil(math.log(hi / lo) / math.log1p(tolerance) - 1e-12)
     ratio = (hi / lo) ** (1.0 / n)
     return tuple(lo * ratio**j for j in range(n)) + (hi,)
 
@@ -58,6 +66,10 @@ class Network:
     budget: float | None = None
     unit: str = "$"
     tolerance: tuple[float | None, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.tolerance:  # every dimension's options listed (no range)
+            object.__setattr__(self, "tolerance", (None,) * len(self.bandwidths))
 
     @property
     def sized(self) -> list[str]:

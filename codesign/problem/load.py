@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import SpecError, shown
 from ..platform.endpoint import NPU, Engine, Option
 from ..platform.engines import ENGINES, every_resource
-from ..platform.network import Network, grid
+from ..platform.network import Network, grid, grid_steps
 from ..platform.topology import ALGORITHMS, KINDS, Dim, Topology
 from ..spec import units as U
 from ..spec.files import UnreadableFile, read_user_bytes
@@ -310,12 +310,12 @@ def _bandwidths(ctx: Ctx, dm: YMap, p: str, tolerance: float) -> tuple[tuple[flo
         if hi < lo:
             raise ctx.error(join_path(bp, "max"), f"expected a bandwidth >= min "
                             f"({U.format_quantity(lo, U.BYTES_PER_S)})", line_of(r, "max"))
-        opts = grid(lo, hi, tolerance)
-        if len(opts) > MAX_GRID:
-            raise ctx.error(bp, f"this range at tolerance {tolerance:g} is {len(opts)} grid points; codesign takes "
+        points = grid_steps(lo, hi, tolerance) + 1
+        if points > MAX_GRID:
+            raise ctx.error(bp, f"this range at tolerance {tolerance:g} is {points} grid points; codesign takes "
                             f"at most {MAX_GRID} per dimension (raise topology.tolerance or narrow the range)",
                             line_of(dm, "bandwidth"))
-        return opts, tolerance
+        return grid(lo, hi, tolerance), tolerance
     return (quantity(ctx, dm, "bandwidth", p, U.BYTES_PER_S),), None
 
 
