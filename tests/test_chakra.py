@@ -396,3 +396,12 @@ def test_any_graph_of_nodes_is_a_workload_or_one_spec_error(nodes):
         assert e.file == "x.0.et" and "\n" not in str(e)
     else:
         build_iteration(w)
+
+
+@pytest.mark.parametrize("name", ["../escaped", "/tmp/abs", ".hidden", "a/b"])
+def test_export_names_stay_inside_out(tmp_path, capsys, name):
+    out = tmp_path / "o"
+    assert main(["export-chakra", str(ROOT / "problems" / "quickstart.yaml"), "--out", str(out), "--name", name]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--name" in err[0] and "plain file name" in err[0], err
+    assert not list(tmp_path.rglob("*.et"))

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from ..errors import SpecError
 from ..spec.files import output_dir, writing
 
 Handler = Callable[[argparse.Namespace], int]
@@ -35,6 +37,10 @@ def export_command(args: argparse.Namespace) -> int:
     out = output_dir(args.out)
     w, npu = problem.workload, problem.npu
     name = args.name or w.name
+    if not name or Path(name).name != name or name.startswith("."):  # the traces stay inside --out
+        raise SpecError(f"the trace name {name!r} is not a plain file name (no folders, not starting with '.'); "
+                        "give one with --name", path="--name" if args.name else "workload.name",
+                        file=None if args.name else args.problem)
 
     def duration(d: Any) -> float:  # duration_micros for readers that take no roofline: the problem's NPU
         return max(compute_time_terms(d, npu, npu.cores, npu.hbm_bandwidth))
