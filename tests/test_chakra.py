@@ -6,6 +6,7 @@ ASTRA-sim's producers (``is_cpu_op`` as a bool or an int, cost as ``duration_mic
 """
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import itertools
@@ -18,6 +19,7 @@ from conftest import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import codesign
 from codesign import SpecError, load_problem
 from codesign.cli import main
 from codesign.milp import compute_order as CO
@@ -242,6 +244,28 @@ def test_solve_and_simulate_run_the_chosen_order_and_say_so(tmp_path, capsys):
     assert "iteration time  12.49 us simulated" in out
     assert main(["simulate", str(p)]) == 0
     assert "12.49 us simulated" in capsys.readouterr().out
+
+
+def test_the_solution_carries_its_compute_order_and_its_replays_run_it(tmp_path, capsys, monkeypatch):
+    """The order is chosen once, in the solve; validation, prices and simulate --solution read it from the
+    solution (a time-limited MILP chosen again could pick another)."""
+    import json
+
+    from codesign.pipeline.validation import validate
+    p = load_problem(_hand(tmp_path))
+    sol = codesign.solve(p)
+    assert sol.compute_order == (1, 0, 2) and sol.to_dict()["compute_order"] == [1, 0, 2]
+    called = []
+    monkeypatch.setattr(CO, "order_tasks", lambda *a, **k: called.append(1))  # never chosen again below
+    assert validate(p, dataclasses.replace(sol, sim=None)).simulated_s == pytest.approx(sol.iteration_time_s)
+    assert codesign.shadow_prices(p, sol).iteration_time_s == pytest.approx(sol.iteration_time_s)
+    (tmp_path / "sol.json").write_text(json.dumps(sol.to_dict()))
+    assert main(["simulate", str(tmp_path / "t.yaml"), "--solution", str(tmp_path / "sol.json")]) == 0
+    assert "12.49 us simulated" in capsys.readouterr().out and not called
+    bad = {**sol.to_dict(), "compute_order": [0, 0, 2]}
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    assert main(["simulate", str(tmp_path / "t.yaml"), "--solution", str(tmp_path / "bad.json")]) == 2
+    assert "compute_order: expected each of the trace's 3 compute tasks once" in capsys.readouterr().err
 
 
 def _random_graph(draw: Any, n_max: int = 5) -> tuple[Node, ...]:

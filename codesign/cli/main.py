@@ -69,11 +69,13 @@ def _solve(args: argparse.Namespace) -> int:
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise_usage("--time-limit must be a positive number of seconds")
     problem = load_problem(args.problem, solver_profile=args.solver, confine=args.confine)
-    problem = _compute_ordered(problem)
     if args.refine < 0 or not math.isfinite(args.refine):
         raise_usage("--refine must be a non-negative number of seconds")
     out = output_dir(args.out) if args.out else None  # a wrong --out is found now, not after the solve
     sol = solve(problem, time_limit=args.time_limit, diagnose=args.verbose, refine_s=args.refine, started=args.started)
+    if sol.compute_order is not None:  # the reports show the program the solve ran
+        from ..milp.compute_order import with_compute_order
+        problem = with_compute_order(problem, order=sol.compute_order)[0]
     val = None
     if not args.no_validate:
         from ..pipeline.validation import validate
@@ -99,15 +101,6 @@ def _solve(args: argparse.Namespace) -> int:
     if val is not None and val.flagged:
         print(f"codesign: warning: {val.warning()}", file=sys.stderr)
     return 0
-
-
-def _compute_ordered(problem: Any) -> Any:
-    """A task graph's workload (a Chakra trace) in the compute order the solver chooses (milp/compute_order.py),
-    so that what is solved, replayed and reported is the same program; any other problem as it is."""
-    if problem.workload.task_graph is None:
-        return problem
-    from ..milp.compute_order import with_compute_order
-    return with_compute_order(problem)[0]
 
 
 def raise_usage(msg: str) -> None:
@@ -152,12 +145,12 @@ def _simulate(args: argparse.Namespace) -> int:
     from ..report.plots import timeline_png
     from ..report.text import simulation_summary
     from ..sim.replay import simulate
-    from .simulate_inputs import design_and_order, network_at
+    from .simulate_inputs import compute_ordered, design_and_order, network_at
 
     if args.iterations < 4:
         raise_usage("--iterations must be at least 4 (two to settle, two to measure)")
-    problem = _compute_ordered(load_problem(args.problem, confine=args.confine))
     confine_to = Path(args.problem).resolve().parent if args.confine else None
+    problem = compute_ordered(load_problem(args.problem, confine=args.confine), args.solution, confine_to=confine_to)
     design, order = design_and_order(problem, args.solution, confine_to=confine_to)
     problem = network_at(problem, args.solution, confine_to=confine_to)  # open bandwidths: the solution's
     out = output_dir(args.out) if args.out else None

@@ -98,3 +98,26 @@ def _order(seq: object, count: int, file: str, where: str) -> Order:
         raise SpecError(f"expected each of the problem's {count} collectives (0..{count - 1}) once, with an offset "
                         f">= 0: is the solution for this problem?", file=file, path=where)
     return tuple((k, off) for k, off in pairs)
+
+
+def compute_ordered(problem: Problem, solution_path: str | None, *, confine_to: Path | None = None) -> Problem:
+    """A task graph's workload (a Chakra trace) in the compute order a saved solution ran (its
+    ``compute_order``), or, without one, in the order the solver chooses now (milp/compute_order.py); any
+    other problem as it is."""
+    from ..milp.compute_order import with_compute_order
+    g = problem.workload.task_graph
+    if g is None or g.decided:
+        return problem
+    order = None
+    if solution_path is not None:
+        file = str(solution_path)
+        doc = parse_json(read_user_file(solution_path, what="solution file", confine_to=confine_to), file,
+                         "solution JSON file")
+        seq = doc.get("compute_order") if isinstance(doc, dict) else None
+        if seq is not None:
+            ok = isinstance(seq, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in seq)
+            if not ok or sorted(seq) != list(range(len(g.tasks))):
+                raise SpecError(f"expected each of the trace's {len(g.tasks)} compute tasks once, got "
+                                f"{shown(seq, 40)}", file=file, path="compute_order")
+            order = tuple(seq)
+    return with_compute_order(problem, order=order)[0]

@@ -248,14 +248,23 @@ def _milp(inst: _Instance, free: list[tuple[int, int]], shared: list[tuple[int, 
     return order, st.status, (st.bound * TIME_UNIT if st.bound is not None else None)
 
 
-def with_compute_order(problem: Problem, time_limit_s: float | None = None) -> tuple[Problem, ComputeOrder | None]:
-    """``problem`` with its workload's program in the chosen compute order (``order_tasks``), and that
-    order; unchanged (and None) when the workload has no task graph, or its order is decided already
+def with_compute_order(problem: Problem, time_limit_s: float | None = None,
+                       order: tuple[int, ...] | None = None) -> tuple[Problem, ComputeOrder | None]:
+    """``problem`` with its workload's program in the chosen compute order (``order_tasks``, the MILP run
+    for at most ``time_limit_s``), and that order; or, given ``order`` (a solve's ``Solution.compute_order``),
+    in that order, with no MILP: what replays and prices a solution use, so they run its program.
+    Unchanged (and None) when the workload has no task graph, or its order is decided already
     (``TaskGraph.decided``)."""
     w = problem.workload
     g = w.task_graph
     if g is None or g.decided:
         return problem, None
+    if order is not None:
+        if sorted(order) != list(range(len(g.tasks))):
+            raise ValueError(f"a compute order of {len(order)} tasks for a graph of {len(g.tasks)}")
+        decided = "compute order as the solve chose it"
+        w2 = dataclasses.replace(w, program=g.program(order), task_graph=dataclasses.replace(g, decided=decided))
+        return dataclasses.replace(problem, workload=w2), None
     co = order_tasks(problem, g, time_limit_s)
     w2 = dataclasses.replace(w, program=g.program(co.order), task_graph=dataclasses.replace(g, decided=co.note()))
     return dataclasses.replace(problem, workload=w2), co

@@ -33,8 +33,13 @@ def lp_relaxation_bound(m: pyo.ConcreteModel, time_limit_s: float = 60.0) -> flo
     from pyomo.contrib.solver.common.results import TerminationCondition as TC
     r = m.clone()
     pyo.TransformationFactory("core.relax_integer_vars").apply_to(r)
-    res = SolverFactory("highs").solve(r, load_solutions=False, raise_exception_on_nonoptimal_result=False,
-                                       time_limit=time_limit_s, solver_options={"output_flag": False})
+    from .highs import reset_scheduler
+    reset_scheduler()
+    try:
+        res = SolverFactory("highs").solve(r, load_solutions=False, raise_exception_on_nonoptimal_result=False,
+                                           time_limit=time_limit_s, threads=1, solver_options={"output_flag": False})
+    finally:
+        reset_scheduler()
     if res.termination_condition != TC.convergenceCriteriaSatisfied:
         return None
     return res.incumbent_objective

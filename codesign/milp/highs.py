@@ -41,14 +41,26 @@ def model_size(m: pyo.ConcreteModel) -> ModelSize:
     return ModelSize(len(vs), sum(1 for v in vs if v.is_binary()), ncons)
 
 
+def reset_scheduler() -> None:
+    """Drop HiGHS's thread pool. HiGHS keeps one per process, sized by the first solve; a later solve that
+    asks for another number of threads fails (a solve through Pyomo that names none takes every core), so
+    each solve here resets it before and after."""
+    import highspy
+    highspy.Highs.resetGlobalScheduler(True)
+
+
 def solve_model(m: pyo.ConcreteModel, spec: SolverSpec, time_limit_s: float | None = None) -> SolveStats:
     """Solve with HiGHS; load the incumbent into the model when there is one."""
     solver = SolverFactory("highs")
     limit = time_limit_s if time_limit_s is not None else spec.time_limit_s
     t0 = time.perf_counter()
-    res = solver.solve(m, load_solutions=False, raise_exception_on_nonoptimal_result=False, tee=False,
-                       time_limit=limit, rel_gap=spec.mip_gap, threads=spec.threads,
-                       solver_options={"presolve": "on" if spec.presolve else "off", "output_flag": False})
+    reset_scheduler()
+    try:
+        res = solver.solve(m, load_solutions=False, raise_exception_on_nonoptimal_result=False, tee=False,
+                           time_limit=limit, rel_gap=spec.mip_gap, threads=spec.threads,
+                           solver_options={"presolve": "on" if spec.presolve else "off", "output_flag": False})
+    finally:
+        reset_scheduler()
     wall = time.perf_counter() - t0
     tc = res.termination_condition
     inc = res.incumbent_objective

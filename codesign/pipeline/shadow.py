@@ -38,6 +38,7 @@ from pyomo.repn import generate_standard_repn
 from ..errors import SolverError, SpecError
 from ..milp.compute_order import with_compute_order
 from ..milp.data import TIME_UNIT, model_data
+from ..milp.highs import reset_scheduler
 from ..milp.master import nominal_compute_us
 from ..milp.platform import build_platform_lp, realized_durations
 from ..platform.endpoint import design_of
@@ -187,8 +188,12 @@ def _rhs(m: pyo.ConcreteModel) -> tuple[list[str], list[float], list[tuple]]:
 
 def solve_lp(m: pyo.ConcreteModel) -> tuple[float, dict[str, float]]:
     """Solve a fixed-design LP: (T in us, dual per constraint name)."""
-    res = SolverFactory("highs").solve(m, load_solutions=False, raise_exception_on_nonoptimal_result=False,
-                                       tee=False, solver_options={"output_flag": False})
+    reset_scheduler()
+    try:
+        res = SolverFactory("highs").solve(m, load_solutions=False, raise_exception_on_nonoptimal_result=False,
+                                           tee=False, threads=1, solver_options={"output_flag": False})
+    finally:
+        reset_scheduler()
     if res.termination_condition != TC.convergenceCriteriaSatisfied:
         raise SolverError(f"the fixed-design LP did not solve ({res.termination_condition.name})")
     duals = res.solution_loader.get_duals()
@@ -231,7 +236,7 @@ def _duals(plat: _Platform, m0: pyo.ConcreteModel) -> dict[str, float]:
 def platform_duals(problem: Problem, solution: Solution) -> dict[str, float]:
     """The constraint duals of the platform LP at ``solution``'s design and order, by constraint name
     (us of period per us of right-hand side): what ``Solution.duals`` keeps."""
-    problem, _ = with_compute_order(problem)  # a task graph's program in the order ``solve`` chose
+    problem, _ = with_compute_order(problem, order=solution.compute_order)  # a task graph's, as solved
     problem = at_design(problem, solution.choice)  # the network at the solution's bandwidths
     plat = _Platform(problem, solution)
     return _duals(plat, plat.lp(problem))
@@ -241,7 +246,7 @@ def shadow_prices(problem: Problem, solution: Solution, *, only: list[str] | Non
     """The price of every resource (or of the param paths in ``only``) at ``solution``'s design and order,
     from the platform LP's duals (``solution.duals`` when the solve kept them)."""
     costs = step_costs(problem, solution.choice)
-    problem, _ = with_compute_order(problem)  # a task graph's program in the order ``solve`` chose
+    problem, _ = with_compute_order(problem, order=solution.compute_order)  # a task graph's, as solved
     problem = at_design(problem, solution.choice)  # the network at the solution's bandwidths, held fixed
     plat = _Platform(problem, solution)
     m0 = plat.lp(problem)

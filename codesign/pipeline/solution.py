@@ -90,6 +90,8 @@ class Solution:
     under any network order. ``order_comparison`` (``order: optimize``): the simulated period (s) of each
     order tried at the chosen design. ``priority``: the dispatch priorities replayed (collectives highest
     first, as ``sim.replay.simulate`` takes them), or None for the policy. ``sim``: the replay itself.
+    ``compute_order``: a task graph's (a Chakra trace's) compute order as the solve chose it, the tasks'
+    indices first to last (``milp/compute_order.py``); replays and prices of this solution run it.
     ``duals`` (when ``pipeline.solve.assign`` was asked for them): the constraint duals of the platform LP
     at this design and order (``milp/platform.py``; microseconds of period per microsecond of right-hand
     side, by constraint name), from which ``shadow_prices`` prices every resource.
@@ -131,6 +133,7 @@ class Solution:
     #: design whose bandwidths lie anywhere in their ranges (the grid's cells), else None.
     continuous_bound_s: float | None = None
     duals: dict[str, float] | None = field(default=None, compare=False, repr=False)
+    compute_order: tuple[int, ...] | None = None
 
     @property
     def design_named(self) -> dict[str, float]:
@@ -157,4 +160,5 @@ class Solution:
             **({"network": self.network.to_dict()} if self.network is not None else {}),
             **({"continuous_bound_s": self.continuous_bound_s} if self.continuous_bound_s is not None else {}),
             **({"duals": self.duals} if self.duals is not None else {}),
+            **({"compute_order": list(self.compute_order)} if self.compute_order is not None else {}),
         }

@@ -266,6 +266,7 @@ class Built:
     limit_s: float
     started: float
     family: Family | None = None
+    compute_order: tuple[int, ...] | None = None  # a task graph's, as chosen (milp/compute_order.py)
 
     @property
     def model(self) -> pyo.ConcreteModel:
@@ -290,8 +291,9 @@ def build(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     replays the solve uses and extends; the answer is the same as without it."""
     t0 = time.perf_counter() if started is None else started
     precheck(problem)
-    problem, _ = with_compute_order(problem)  # a task graph's compute order, before the design search
     limit = time_limit if time_limit is not None else problem.solver.time_limit_s
+    # a task graph's compute order, before the design search, within half the time the solve has left
+    problem, order = with_compute_order(problem, max(0.01, 0.5 * (t0 + limit - time.perf_counter())))
     if family is not None and not family.admits(problem, extra):
         raise ValueError("the problem is not a member of the family it was given")
     md = family.data(problem) if family is not None else model_data(problem)
@@ -306,7 +308,7 @@ def build(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
         raise SolverError(f"the time limit ({limit:g} s) passed before the search could start (loading the problem "
                           f"took {time.perf_counter() - t0:.2f} s); raise it (--time-limit)")
     master = family.master(md, search) if family is not None else search.master(extra=extra)
-    return Built(problem, md, search, master, extra, limit, t0, family)
+    return Built(problem, md, search, master, extra, limit, t0, family, order.order if order else None)
 
 
 def run(built: Built) -> SearchResult:
@@ -346,6 +348,8 @@ def assign(built: Built, res: SearchResult, *, diagnose: bool = False, duals: bo
                     time.perf_counter() - built.started, built.family)
     if built.family is not None:
         built.family.keep(master)
+    if built.compute_order is not None:
+        sol = dataclasses.replace(sol, compute_order=built.compute_order)
     if duals:
         from .shadow import platform_duals
         sol = dataclasses.replace(sol, duals=platform_duals(built.problem, sol))

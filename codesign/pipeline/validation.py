@@ -88,7 +88,7 @@ def validate(problem: Problem, sol: Solution, *, iterations: int = 8) -> Validat
     """Replay ``sol`` (its design, under its dispatch priorities or else the problem's policy) and compare
     the period with the one it reports. A solution fresh from ``solve`` carries its replay, which is used
     as it is; one read back from JSON, or edited, is replayed again."""
-    problem, _ = with_compute_order(problem)  # the order ``solve`` chose for a task graph (same problem, same order)
+    problem, _ = with_compute_order(problem, order=sol.compute_order)  # a task graph's, as the solve chose it
     problem = at_design(problem, sol.choice)  # the network at the solution's bandwidths
     design = design_of(problem.engine, sol.choice)
     sim = sol.sim if sol.sim is not None and iterations == 8 else None
