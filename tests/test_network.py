@@ -342,3 +342,15 @@ def test_validate_names_the_open_bandwidths(capsys):
     assert main(["validate", str(ROOT / "problems" / "libra" / "gpt3_3d.yaml")]) == 0
     assert "sizing bandwidth package (6 options), node (5 options), pod (4 options) under 3000 $" in \
         capsys.readouterr().out
+
+
+def test_a_sweep_says_which_network_won(tmp_path):
+    import codesign
+    doc = two_dims(1e6, 4, 4, 1.0, 1.0, 1000.0, [25e9, 50e9, 100e9], [50e9])
+    df = codesign.sweep(doc, {"topology.cost_budget": [300.0, 1000.0]}, executor="serial", out=tmp_path / "s.csv")
+    assert "a_link_bandwidth_bytes_per_s" in df.columns and "b_link_bandwidth_bytes_per_s" not in df.columns
+    for _, row in df.iterrows():
+        sol = solve(parse_problem({**doc, "topology": {**doc["topology"], "cost_budget": row["topology.cost_budget"]}},
+                                  "t.yaml"))
+        assert row["a_link_bandwidth_bytes_per_s"] == sol.network.link_bandwidth[0]
+        assert row["network_cost"] == pytest.approx(sol.network.total)

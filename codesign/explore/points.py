@@ -83,6 +83,11 @@ def solution_row(s: Solution) -> dict[str, Any]:
     keys = design_keys()
     row.update({keys[r]: v for r, v in s.design.items()})
     row.update(evaluations=s.evaluations, master_solves=s.master_solves)
+    net = s.network
+    if net is not None:  # which network won: each open dimension's link bandwidth, and the network's cost
+        row.update({f"{n}_link_bandwidth_bytes_per_s": b for n, b, k in zip(net.names, net.link_bandwidth, net.options)
+                    if k > 1})
+        row["network_cost"] = net.total
     return row
 
 

@@ -176,8 +176,17 @@ def plan(problem: Problem | str | Path | Mapping, params: Mapping[str, Any] | It
         points.append(Point(i, values, varied, prob, point_key(prob, time_limit, extra, checks), cols))
     keys = design_keys()
     design = [keys[r] for r in keys if any(r in pt.problem.engine.resources for pt in points)]
+    network: list[str] = []  # points with open bandwidths: each open dimension's, and the network's cost
+    for pt in points:
+        net, dims = pt.problem.network, pt.problem.topology.dims
+        if net is not None and net.sized:
+            network += [c for d in net.sized_dims() if (c := f"{dims[d].name}_link_bandwidth_bytes_per_s")
+                        not in network]
+    if network:
+        network.append("network_cost")
     check_cols = [c for ch in checks for c in ch.columns]
-    columns = ["key", "problem", *[p.path for p in ps], *RESULT_COLUMNS, *design, *check_cols, *TAIL_COLUMNS]
+    columns = ["key", "problem", *[p.path for p in ps], *RESULT_COLUMNS, *design, *network, *check_cols,
+               *TAIL_COLUMNS]
     return Plan(file, ps, mode, points, columns, time_limit, extra, tuple(checks))
 
 

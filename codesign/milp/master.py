@@ -338,8 +338,8 @@ class Master:
         self.compiled.restart(bounds)
 
     def smallest_at(self, spec: SolverSpec, T_us: float, time_limit_s: float) -> bool:
-        """Among the designs the master admits at period ``T_us``, load the one of least area into the
-        model's variables (False if HiGHS found none in time): the design to evaluate when several tie
+        """Among the designs the master admits at period ``T_us``, load the one of least area plus network
+        cost (the smallest endpoint and network) into the model's variables (False if HiGHS found none in time): the design to evaluate when several tie
         on the bound, so that its plateau covers the larger ones. Leaves the master as it was."""
         c = self.compiled
         m = self.model
@@ -391,8 +391,9 @@ class Master:
 
     def _interval_data(self):
         """Per dimension: each collective's release and due date shifted by the link time of the phases
-        before its first and after its last visit there (constants: link times do not depend on the
-        design), from the separable iteration's closed form (lateness.instance, nominal compute)."""
+        before its first and after its last visit there (constants: the engine does not change a link
+        time, and with open bandwidths each dimension's largest is taken, the shortest time, so the shift
+        stays a lower bound), from the separable iteration's closed form (lateness.instance, nominal compute)."""
         md = self.md
         K = len(md.demands)
         inst = instance(self.shape, [t * TIME_UNIT for t in self.compute_us], [0.0] * K)

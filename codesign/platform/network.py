@@ -74,7 +74,11 @@ class Network:
     @property
     def sized(self) -> list[str]:
         """The open dimensions' design-space names (more than one bandwidth)."""
-        return [key(d) for d, opts in enumerate(self.bandwidths) if len(opts) > 1]
+        return [key(d) for d in self.sized_dims()]
+
+    def sized_dims(self) -> list[int]:
+        """The open dimensions (more than one bandwidth)."""
+        return [d for d, opts in enumerate(self.bandwidths) if len(opts) > 1]
 
     def resources(self, topology: Topology) -> dict[str, tuple[Option, ...]]:
         """Every dimension as a catalog of options (value: link bandwidth, B/s; no area or power)."""
