@@ -339,8 +339,9 @@ class Master:
 
     def smallest_at(self, spec: SolverSpec, T_us: float, time_limit_s: float) -> bool:
         """Among the designs the master admits at period ``T_us``, load the one of least area plus network
-        cost (the smallest endpoint and network) into the model's variables (False if HiGHS found none in time): the design to evaluate when several tie
-        on the bound, so that its plateau covers the larger ones. Leaves the master as it was."""
+        cost (the smallest endpoint and network) into the model's variables (False if HiGHS found none in
+        time): the design to evaluate when several tie on the bound, so that its plateau covers the larger
+        ones. Leaves the master as it was."""
         c = self.compiled
         m = self.model
         c.add(None, m.T, T_us + 1e-9)
