@@ -166,7 +166,8 @@ def list_schedule(inst: _Instance) -> tuple[int, ...]:
 
 def order_tasks(problem: Problem, g: TaskGraph, time_limit_s: float | None = None) -> ComputeOrder:
     """The order of ``g``'s tasks that minimizes one iteration's makespan under the communication bound
-    (the module's docstring), with its status."""
+    (the module's docstring), with its status. HiGHS gets ``TIME_LIMIT_S`` at most, and ``time_limit_s``
+    (else the problem's solver limit) when that is less."""
     inst = _instance(problem, g)
     n = len(inst.d)
     trace = tuple(range(n))
@@ -184,7 +185,7 @@ def order_tasks(problem: Problem, g: TaskGraph, time_limit_s: float | None = Non
     shared = [(a, b) for b in range(len(inst.comms)) for a in range(b) if inst.comms[a].dims & inst.comms[b].dims]
     if n_free + len(shared) > MAX_PAIRS:  # collectives sharing a dimension are pairs to order too
         return ComputeOrder(best, "heuristic", best_span, base, n_free, too_many)
-    limit = min(TIME_LIMIT_S, problem.solver.time_limit_s) if time_limit_s is None else time_limit_s
+    limit = min(TIME_LIMIT_S, problem.solver.time_limit_s if time_limit_s is None else time_limit_s)
     order, status, bound = _milp(inst, free, shared, limit, problem)
     if order is None:  # HiGHS found no order in its time: the list schedule stands
         return ComputeOrder(best, "heuristic", best_span, base, n_free, "the MILP found no order in its time")
