@@ -273,9 +273,8 @@ class _Empty(Exception):
     """A trace with nothing codesign can run."""
 
 
-def _convert(trace: Trace, name: str, sizes: tuple[int, ...], npu: int,
-             groups: dict[str, tuple[int, ...]] | None) -> Workload:
-    nodes = trace.nodes
+def _index(nodes: tuple[Node, ...]) -> dict[int, Node]:
+    """The nodes by id, every id unique, every dependency a node of the trace, every type known."""
     if not nodes:
         raise _Empty("the trace has no nodes; expected compute and communication nodes")
     by_id: dict[int, Node] = {}
@@ -292,21 +291,15 @@ def _convert(trace: Trace, name: str, sizes: tuple[int, ...], npu: int,
                     raise _Bad(n, key, "depends on itself")
         if n.type not in NODE_TYPES:
             raise _Bad(n, "type", f"expected a node type 0..{max(NODE_TYPES)}, got {n.type}")
-    topo = _order(nodes, by_id)
-    COMP, COLL = NODE_TYPE_IDS["COMP_NODE"], NODE_TYPE_IDS["COMM_COLL_NODE"]
-    P2P = (NODE_TYPE_IDS["COMM_SEND_NODE"], NODE_TYPE_IDS["COMM_RECV_NODE"])
-    task_of: dict[int, int] = {}   # node id -> task index (compute nodes on the NPU)
-    comm_ids: list[int] = []
-    for i in topo:
-        n = by_id[i]
-        if n.type == COMP and not _flag(n, "is_cpu_op"):
-            task_of[i] = len(task_of)
-        elif n.type == COLL or n.type in P2P:
-            comm_ids.append(i)
-    # Upstream compute tasks and collectives of each node, seen through nodes that are not compute tasks.
+    return by_id
+
+
+def _upstream(topo: list[int], by_id: dict[int, Node], task_of: dict[int, int], is_comm: set[int]
+              ) -> tuple[dict[int, frozenset[int]], dict[int, frozenset[int]]]:
+    """Per node, the compute tasks and the collectives upstream of it, seen through the nodes that are not
+    compute tasks (CPU ops, memory nodes, collectives): (task indices, collective node ids)."""
     up_task: dict[int, frozenset[int]] = {}
     up_comm: dict[int, frozenset[int]] = {}
-    is_comm = set(comm_ids)
     for i in topo:
         n = by_id[i]
         ts: set[int] = set()
@@ -318,6 +311,37 @@ def _convert(trace: Trace, name: str, sizes: tuple[int, ...], npu: int,
                 ts |= up_task[d]
                 cs |= up_comm[d] | ({d} if d in is_comm else set())
         up_task[i], up_comm[i] = frozenset(ts), frozenset(cs)
+    return up_task, up_comm
+
+
+def _comm_of(n: Node, npu: int, sizes: tuple[int, ...], groups: dict[str, tuple[int, ...]] | None
+             ) -> tuple[Comm, str]:
+    """A communication node as a collective (``coll``) or a transfer to its peer (``send``, ``recv``)."""
+    if n.type == NODE_TYPE_IDS["COMM_COLL_NODE"]:
+        comm = Comm(_comm_type(n), float(_int(n, "comm_size", lo=1)), _coll_dims(n, len(sizes), groups))
+        exact = _real(n, PRIVATE + "bytes")
+        if exact is not None:  # bytes the schema's integer would round, as codesign wrote them
+            comm = Comm(comm.collective, exact, comm.dims)
+        return comm, "coll"
+    return _p2p(n, npu, sizes), "send" if n.type == NODE_TYPE_IDS["COMM_SEND_NODE"] else "recv"
+
+
+def _convert(trace: Trace, name: str, sizes: tuple[int, ...], npu: int,
+             groups: dict[str, tuple[int, ...]] | None) -> Workload:
+    nodes = trace.nodes
+    by_id = _index(nodes)
+    topo = _order(nodes, by_id)
+    COMP, COLL = NODE_TYPE_IDS["COMP_NODE"], NODE_TYPE_IDS["COMM_COLL_NODE"]
+    P2P = (NODE_TYPE_IDS["COMM_SEND_NODE"], NODE_TYPE_IDS["COMM_RECV_NODE"])
+    task_of: dict[int, int] = {}   # node id -> task index (compute nodes on the NPU)
+    comm_ids: list[int] = []
+    for i in topo:
+        n = by_id[i]
+        if n.type == COMP and not _flag(n, "is_cpu_op"):
+            task_of[i] = len(task_of)
+        elif n.type == COLL or n.type in P2P:
+            comm_ids.append(i)
+    up_task, up_comm = _upstream(topo, by_id, task_of, set(comm_ids))
     # A collective no compute task precedes is issued at the start: by a zero-time task every other follows.
     start = [] if all(up_task[c] for c in comm_ids) else [-1]
     layers: list[str] = []
@@ -346,22 +370,13 @@ def _convert(trace: Trace, name: str, sizes: tuple[int, ...], npu: int,
         for c in up_comm[i]:
             consumers[c].append(base + t)
     comms = []
-    ndims = len(sizes)
     # collectives numbered by the task that releases them, then as the trace lists them: the numbering a
     # program gives (step by step), so that a trace written from a program reads back in the same order
     rank = {c: i for i, c in enumerate(comm_ids)}
     comm_ids.sort(key=lambda c: (max((base + u for u in up_task[c]), default=0), rank[c]))
     for c in comm_ids:
         n = by_id[c]
-        if n.type == COLL:
-            comm = Comm(_comm_type(n), float(_int(n, "comm_size", lo=1)), _coll_dims(n, ndims, groups))
-            exact = _real(n, PRIVATE + "bytes")
-            if exact is not None:
-                comm = Comm(comm.collective, exact, comm.dims)
-            kind = "coll"
-        else:
-            comm = _p2p(n, npu, sizes)
-            kind = "send" if n.type == P2P[0] else "recv"
+        comm, kind = _comm_of(n, npu, sizes, groups)
         after = tuple(sorted(base + u for u in up_task[c])) or (0,)
         nxt = node_next = None
         if not consumers[c]:
