@@ -1,6 +1,7 @@
 """Design regret: is the design codesign calls optimal the one its own simulator finds best?
 
-For every problem file with a sized engine (or the ones named), replay every design of the catalog that
+For every problem file with a sized engine and a fixed network (or the ones named; problems whose
+bandwidths are chosen too are benchmarks/network_regret.py's), replay every design of the catalog that
 meets the budgets in the simulator (``sim.replay.simulate``, the problem's order policy) and compare the
 best simulated period with the simulated period of the design ``codesign.solve`` chose:
 
@@ -92,6 +93,8 @@ def files(args: list[str]) -> list[str]:
             p = codesign.load_problem(f)
         except codesign.CodesignError:
             continue
+        if p.network is not None and p.network.sized:
+            continue  # bandwidths are chosen too: benchmarks/network_regret.py replays that whole grid
         if p.engine.sized:
             out.append(str(f))
     return out

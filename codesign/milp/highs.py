@@ -41,6 +41,17 @@ def model_size(m: pyo.ConcreteModel) -> ModelSize:
     return ModelSize(len(vs), sum(1 for v in vs if v.is_binary()), ncons)
 
 
+#: HiGHS heuristics the design master runs without (``CompiledModel.solve``); benchmarks/highs_heuristics.py
+#: turns each back on to measure it. The sub-MIPs (RINS, RENS, root reduced cost): the master has a few dozen
+#: binaries at most, which branch-and-bound settles in a few nodes, while a sub-MIP presolves the whole model
+#: (65 s of the 500-layer problem's master after its first cut, past the time limit, which HiGHS does not
+#: check there; 2-5 s of each of GPT-3 175B's master runs). Feasibility jump: most of a small master's run,
+#: for an incumbent the tree finds anyway. Every design, period and status of the 69 regret files is the
+#: same without them (BENCHMARKS.md, "Design search: regret" and "HiGHS's heuristics").
+HEURISTICS = {"mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False,
+              "mip_heuristic_run_root_reduced_cost": False, "mip_heuristic_run_feasibility_jump": False}
+
+
 def reset_scheduler() -> None:
     """Drop HiGHS's thread pool. HiGHS keeps one per process, sized by the first solve; a later solve that
     asks for another number of threads fails (a solve through Pyomo that names none takes every core), so
@@ -254,13 +265,8 @@ class CompiledModel:
         h.setOptionValue("mip_rel_gap", float(spec.mip_gap))
         h.setOptionValue("threads", int(spec.threads))
         h.setOptionValue("presolve", "on" if spec.presolve else "off")
-        # No sub-MIP heuristics (RINS, RENS, root reduced cost): the design master has a few dozen binaries
-        # at most, which branch-and-bound settles in a few nodes, while a sub-MIP presolves the whole model
-        # (65 s of the 500-layer problem's master after its first cut, past the time limit, which HiGHS does
-        # not check there; 2-5 s of each of GPT-3 175B's master runs)
-        h.setOptionValue("mip_heuristic_run_rins", False)
-        h.setOptionValue("mip_heuristic_run_rens", False)
-        h.setOptionValue("mip_heuristic_run_root_reduced_cost", False)
+        for name, value in HEURISTICS.items():
+            h.setOptionValue(name, value)
         t0 = time.perf_counter()
         h.run()
         wall = time.perf_counter() - t0
