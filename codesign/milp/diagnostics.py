@@ -29,17 +29,12 @@ def largest_big_m(m: pyo.ConcreteModel) -> float:
 
 def lp_relaxation_bound(m: pyo.ConcreteModel, time_limit_s: float = 60.0) -> float | None:
     """The LP relaxation's optimum of ``m`` (binaries relaxed to [0, 1]) on a clone, through HiGHS."""
-    from pyomo.contrib.solver.common.factory import SolverFactory
     from pyomo.contrib.solver.common.results import TerminationCondition as TC
+
+    from .highs import pyomo_highs
     r = m.clone()
     pyo.TransformationFactory("core.relax_integer_vars").apply_to(r)
-    from .highs import reset_scheduler
-    reset_scheduler()
-    try:
-        res = SolverFactory("highs").solve(r, load_solutions=False, raise_exception_on_nonoptimal_result=False,
-                                           time_limit=time_limit_s, threads=1, solver_options={"output_flag": False})
-    finally:
-        reset_scheduler()
+    res = pyomo_highs(r, time_limit=time_limit_s)
     if res.termination_condition != TC.convergenceCriteriaSatisfied:
         return None
     return res.incumbent_objective

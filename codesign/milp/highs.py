@@ -60,18 +60,26 @@ def reset_scheduler() -> None:
     highspy.Highs.resetGlobalScheduler(True)
 
 
-def solve_model(m: pyo.ConcreteModel, spec: SolverSpec, time_limit_s: float | None = None) -> SolveStats:
-    """Solve with HiGHS; load the incumbent into the model when there is one."""
-    solver = SolverFactory("highs")
-    limit = time_limit_s if time_limit_s is not None else spec.time_limit_s
-    t0 = time.perf_counter()
+def pyomo_highs(m: pyo.ConcreteModel, *, threads: int = 1, solver_options: dict | None = None, **options: Any):
+    """One solve of ``m`` through Pyomo's HiGHS interface, silent, its solution left unloaded, HiGHS's thread
+    pool reset around it (``reset_scheduler``); ``options`` are the interface's (``time_limit``, ``rel_gap``).
+    Returns Pyomo's results."""
     reset_scheduler()
     try:
-        res = solver.solve(m, load_solutions=False, raise_exception_on_nonoptimal_result=False, tee=False,
-                           time_limit=limit, rel_gap=spec.mip_gap, threads=spec.threads,
-                           solver_options={"presolve": "on" if spec.presolve else "off", "output_flag": False})
+        return SolverFactory("highs").solve(m, load_solutions=False, raise_exception_on_nonoptimal_result=False,
+                                            tee=False, threads=threads,
+                                            solver_options={"output_flag": False, **(solver_options or {})},
+                                            **options)
     finally:
         reset_scheduler()
+
+
+def solve_model(m: pyo.ConcreteModel, spec: SolverSpec, time_limit_s: float | None = None) -> SolveStats:
+    """Solve with HiGHS; load the incumbent into the model when there is one."""
+    limit = time_limit_s if time_limit_s is not None else spec.time_limit_s
+    t0 = time.perf_counter()
+    res = pyomo_highs(m, threads=spec.threads, time_limit=limit, rel_gap=spec.mip_gap,
+                      solver_options={"presolve": "on" if spec.presolve else "off"})
     wall = time.perf_counter() - t0
     tc = res.termination_condition
     inc = res.incumbent_objective

@@ -31,14 +31,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyomo.environ as pyo
-from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import TerminationCondition as TC
 from pyomo.repn import generate_standard_repn
 
 from ..errors import SolverError, SpecError
 from ..milp.compute_order import with_compute_order
 from ..milp.data import TIME_UNIT, model_data
-from ..milp.highs import reset_scheduler
+from ..milp.highs import pyomo_highs
 from ..milp.master import nominal_compute_us
 from ..milp.platform import build_platform_lp, realized_durations
 from ..platform.endpoint import design_of
@@ -188,12 +187,7 @@ def _rhs(m: pyo.ConcreteModel) -> tuple[list[str], list[float], list[tuple]]:
 
 def solve_lp(m: pyo.ConcreteModel) -> tuple[float, dict[str, float]]:
     """Solve a fixed-design LP: (T in us, dual per constraint name)."""
-    reset_scheduler()
-    try:
-        res = SolverFactory("highs").solve(m, load_solutions=False, raise_exception_on_nonoptimal_result=False,
-                                           tee=False, threads=1, solver_options={"output_flag": False})
-    finally:
-        reset_scheduler()
+    res = pyomo_highs(m)
     if res.termination_condition != TC.convergenceCriteriaSatisfied:
         raise SolverError(f"the fixed-design LP did not solve ({res.termination_condition.name})")
     duals = res.solution_loader.get_duals()
