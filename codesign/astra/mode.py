@@ -257,6 +257,27 @@ class _Loop:
         else:
             self._next(FWD)
 
+    def _blocking_forward(self, layer: Any) -> bool:
+        """The forward of the model-parallel loops: wait for the layer's weight gradient of the last pass,
+        compute, then issue the forward collective and wait for it. True once all of that is done."""
+        if not layer.finished_blocking(WG) or self._compute(FWD):
+            return False
+        if not self.issued:
+            self.issued = True
+            layer.issue(FWD, blocking=True)   # resumes this loop when it finishes
+            return False
+        return True
+
+    def _weight_grad(self, layer: Any, policy: str) -> bool:
+        """Compute the weight gradient, issue its collective once, then wait for the layer's input-gradient
+        collective. True once the layer's backward is done."""
+        if self._compute(WG):
+            return False
+        if not self.issued:
+            self.issued = True
+            layer.issue(WG, policy)
+        return layer.finished_blocking(IG)
+
     def _data(self, _: Any = None) -> None:
         if self.pass_counter == self.passes:
             self._check_end()
@@ -285,13 +306,8 @@ class _Loop:
             self._check_end()
         layer = self.layers[self.index]
         if self.state == FWD:
-            if not layer.finished_blocking(WG) or self._compute(FWD):
-                return
-            if not self.issued:
-                self.issued = True
-                layer.issue(FWD, blocking=True)   # resumes this loop when it finishes
-                return
-            self._forward_end(IG)
+            if self._blocking_forward(layer):
+                self._forward_end(IG)
         elif self.state == WG:
             if self._compute(WG) or not layer.finished_blocking(IG):
                 return
@@ -319,22 +335,11 @@ class _Loop:
             self._check_end()
         layer = self.layers[self.index]
         if self.state == FWD:
-            if not layer.finished_blocking(WG) or self._compute(FWD):
-                return
-            if not self.issued:
-                self.issued = True
-                layer.issue(FWD, blocking=True)
-                return
-            self._forward_end(IG)
+            if self._blocking_forward(layer):
+                self._forward_end(IG)
         elif self.state == WG:
-            if self._compute(WG):
-                return
-            if not self.issued:
-                self.issued = True
-                layer.issue(WG, "FIFO")
-            if not layer.finished_blocking(IG):
-                return
-            self._backward_end()
+            if self._weight_grad(layer, "FIFO"):
+                self._backward_end()
         elif self.state == IG:
             if self._compute(IG):
                 return
@@ -349,11 +354,7 @@ class _Loop:
         layer = self.layers[self.index]
         state = self.state
         if state == FWD or state == FIB:
-            if not layer.finished_blocking(WG) or self._compute(FWD):
-                return
-            if not self.issued:
-                self.issued = True
-                layer.issue(FWD, blocking=True)
+            if not self._blocking_forward(layer):
                 return
             if state == FWD:
                 self._forward_end(IG)
@@ -365,14 +366,8 @@ class _Loop:
                                 file=self.path, line=1)
             self._next(IG if self.layers[self.index].initiates else FIB)
         elif state == WG:
-            if self._compute(WG):
-                return
-            if not self.issued:
-                self.issued = True
-                layer.issue(WG, "FIFO")
-            if not layer.finished_blocking(IG):
-                return
-            self._backward_end()
+            if self._weight_grad(layer, "FIFO"):
+                self._backward_end()
         elif state == IG:
             if self.fwd_in_bckwd and layer.initiates and not self.checkpoint_initiated:
                 i = self.index
@@ -407,12 +402,7 @@ class _Loop:
                 return                                # the top MLP needs the embeddings
             self._forward_end(WG)
         elif self.state == WG:
-            if self._compute(WG):
-                return
-            if not self.issued:
-                self.issued = True
-                layer.issue(WG)
-            if not layer.finished_blocking(IG):
+            if not self._weight_grad(layer, "NONE"):
                 return
             if self.index == 0:
                 self._pass_done()

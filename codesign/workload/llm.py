@@ -37,7 +37,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .model import Comm, Compute, Issue, Layer, Step, Workload
+from .builder import Work  # FLOPs and HBM bytes of a compute task: the layer builder's
+from .model import Comm, Issue, Layer, Step, Workload
 
 SCHEDULES = ("1f1b", "gpipe")
 RECOMPUTE = ("none", "selective", "full")
@@ -58,23 +59,6 @@ ADAM_BYTES_PER_PARAM = 30.0
 #: The weight-gradient GEMMs accumulate into Megatron's fp32 main-gradient buffer (``main_grad``): read and
 #: written once per micro-batch, 4 bytes each way.
 MAIN_GRAD_BYTES = 8.0
-
-
-@dataclass(frozen=True)
-class Work:
-    """FLOPs and HBM bytes of a compute task (per NPU)."""
-
-    flops: float = 0.0
-    bytes: float = 0.0
-
-    def __add__(self, other: Work) -> Work:
-        return Work(self.flops + other.flops, self.bytes + other.bytes)
-
-    def times(self, k: float) -> Work:
-        return self if k == 1 else Work(k * self.flops, k * self.bytes)
-
-    def compute(self) -> Compute:
-        return Compute(flops=self.flops, hbm_bytes=self.bytes) if (self.flops or self.bytes) else Compute()
 
 
 @dataclass(frozen=True)
