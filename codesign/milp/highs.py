@@ -146,6 +146,8 @@ class CompiledModel:
         # every call that builds the model in HiGHS, in order, so that ``restart`` can make the same model
         # again without walking Pyomo's expressions (None once the build is over)
         self._calls: list[tuple[str, tuple]] | None = []
+        # the last incumbent, handed to the next run as its start (``solve``)
+        self._start: Any = None
         objs = list(m.component_data_objects(pyo.Objective, active=True))
         if len(objs) != 1:
             raise ValueError(f"the model has {len(objs)} active objectives; HiGHS takes one")
@@ -180,6 +182,7 @@ class CompiledModel:
             row, const = self.row_of[key]
             moved[row] = (-self.inf if lo is None else lo - const, self.inf if hi is None else hi - const)
         self.h = new_highs()
+        self._start = None  # the budgets changed: the last incumbent may be outside them
         row = 0
         for name, args in calls:
             if name == "addRow":
@@ -263,9 +266,19 @@ class CompiledModel:
         return const, cols
 
     def solve(self, spec: SolverSpec, time_limit_s: float) -> SolveStats:
-        """Run HiGHS; load the incumbent into the Pyomo variables. Statuses as ``solve_model``'s."""
+        """Run HiGHS; load the incumbent into the Pyomo variables. Statuses as ``solve_model``'s.
+
+        The incumbent of the run before, if any, is HiGHS's start (``setSolution``). The design master is
+        re-solved with a cut or a changed objective each time, so the last design is often the answer or
+        close to it: HiGHS checks the start, and where a new cut makes it infeasible it fixes the start's
+        integers and solves the LP for the rest (HiGHS's own repair); an incumbent from the start lets it
+        stop at the root (a quarter to a half of the large masters' runs, and of the small ones', in
+        BENCHMARKS.md "MIP starts"). The start changes no bound: what is proven is proven by HiGHS."""
         import highspy
         h = self.h
+        started = self._start is not None and len(self._start.col_value) == h.getNumCol()
+        if started:
+            h.setSolution(self._start)
         # HiGHS keeps one thread pool per process, sized by its first solve; a solve asking for another
         # size fails unless the pool is reset first (and after, for the next solver in this process)
         h.resetGlobalScheduler(True)
@@ -277,6 +290,13 @@ class CompiledModel:
             h.setOptionValue(name, value)
         t0 = time.perf_counter()
         h.run()
+        if started and h.getModelStatus() == highspy.HighsModelStatus.kSolveError:
+            # HiGHS takes a start that meets its feasibility tolerance only just, then can reject the answer
+            # it reached from it (a row off by the tolerance: "solve error"); the same model solves from
+            # scratch, so run again without the start, in the time left
+            h.clearSolver()
+            h.setOptionValue("time_limit", max(0.01, float(time_limit_s) - (time.perf_counter() - t0)))
+            h.run()
         wall = time.perf_counter() - t0
         h.resetGlobalScheduler(True)
         ms = h.getModelStatus()
@@ -288,7 +308,9 @@ class CompiledModel:
         raw_bound = info.mip_dual_bound if integer else info.objective_function_value
         bound = self.sense * raw_bound + self.offset if raw_bound is not None and math.isfinite(raw_bound) else None
         if has:
-            x = h.getSolution().col_value
+            sol = h.getSolution()
+            self._start = sol
+            x = sol.col_value
             for j, v in enumerate(self.vars):
                 if not v.fixed:
                     v.set_value(x[j], skip_validation=True)
