@@ -180,3 +180,34 @@ def test_a_time_limit_keeps_the_best_evaluated_design_and_an_honest_bound():
     cut = search2.run(search2.master())
     assert cut.status == "time_limit" and cut.visit is not None
     assert cut.objective == pytest.approx(first) and cut.bound <= res.objective * (1 + 1e-9)
+
+
+@SETTINGS
+@given(workloads(), topologies(), st.integers(1, 3), st.data())
+def test_ties_between_designs_of_no_area_go_to_the_smaller_options(w, topo, chunks, data):
+    """A baseline engine's options cost no area (the NPU's own cores and HBM): designs that replay to the same
+    period tie on area too, and the answer must be the one of smallest options (least sum of the options'
+    ranks), however the master's solves reach it (a re-solve that starts from a larger tied design included)."""
+    cores = data.draw(st.lists(st.sampled_from([2.0, 4.0, 8.0, 16.0]), min_size=2, max_size=4, unique=True))
+    share = data.draw(st.lists(st.sampled_from([0.1, 0.3, 0.6, 0.8]), min_size=1, max_size=3, unique=True))
+    eng = Engine("baseline", {"comm_cores": tuple(Option(v) for v in sorted(cores)),
+                              "comm_hbm_share": tuple(Option(v) for v in sorted(share))})
+    p = problem(w, topo, eng, chunks=chunks)
+    periods = {tuple(c.values()): simulated(p, c) for c in designs(eng)}
+    best = min(periods.values())
+    s = solve(p)
+    tied = [c for c, t in periods.items() if t <= best * (1 + 1e-7)]
+    assert s.status == "optimal" and s.iteration_time_s == pytest.approx(best, rel=1e-9)
+    assert sum(s.choice.values()) == min(sum(c) for c in tied)
+
+
+def test_gnmt_no_overlap_takes_the_fewest_cores_of_those_tied():
+    """problems/paper/gnmt_n16_no_overlap.yaml: 8, 16 and 32 communication cores replay to the same period
+    (the HBM share limits it); the answer is 8 cores, the least of them."""
+    from pathlib import Path
+
+    import codesign
+    p = codesign.load_problem(Path(__file__).resolve().parent.parent / "problems/paper/gnmt_n16_no_overlap.yaml")
+    s = solve(p)
+    assert s.status == "optimal"
+    assert design_of(p.engine, s.choice).values["comm_cores"] == 8

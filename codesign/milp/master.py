@@ -348,7 +348,9 @@ class Master:
         # ties go to the least area plus network cost (two units summed: only the order among ties matters)
         c.set_objective(m.area + m.network_cost + 1e-6 * self._smallness())
         try:
-            return c.solve(spec, time_limit_s).has_solution
+            # exact: the tie-break's terms differ by 1e-6, inside HiGHS's default absolute gap and tolerance,
+            # within which the start (the master's design) would stand as "optimal" over a smaller design
+            return c.solve(spec, time_limit_s, exact=True).has_solution
         finally:
             c.pop_row()
             c.set_objective(m.obj.expr, m.obj.sense == pyo.minimize)
