@@ -48,6 +48,17 @@ class SerialRunner:
         pass
 
 
+def _modules(fn: Callable[[Task], Row]) -> list[str]:
+    """The modules a worker imports before its first task: the sweep's and ``fn``'s."""
+    return list(dict.fromkeys(["codesign.explore.sweep", fn.__module__]))
+
+
+def _import_modules(names: list[str]) -> None:
+    import importlib
+    for name in names:
+        importlib.import_module(name)
+
+
 def _watch_driver(pid: int) -> None:
     """Pool worker initializer: exit when the sweep's process is gone (e.g. killed by SIGKILL)."""
     parent = os.getppid()
@@ -82,7 +93,7 @@ class PoolRunner:
         method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
         ctx = mp.get_context(method)
         if method == "forkserver":
-            ctx.set_forkserver_preload(list(dict.fromkeys(["codesign.explore.sweep", self.fn.__module__])))
+            ctx.set_forkserver_preload(_modules(self.fn))
         return ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_watch_driver,
                                    initargs=(os.getpid(),))
 
@@ -147,6 +158,9 @@ class DaskRunner:
             except (OSError, TimeoutError) as e:
                 raise SpecError(f"cannot reach the Dask scheduler at {target}: {e}") from None
             self.description = f"the Dask cluster at {target}"
+        # every worker imports the solver's modules now, not during its first point: otherwise a worker
+        # that the first tasks miss pays a second of imports in the middle of the sweep
+        self.client.run(_import_modules, _modules(fn))
 
     def run(self, tasks: Sequence[Task]) -> Iterator[tuple[Task, Row]]:
         from dask.distributed import as_completed
