@@ -35,6 +35,24 @@ def fail_at_50(model, problem) -> None:
         raise RuntimeError("boom at 50 GB/s")
 
 
+def die_at_50_and_2_mm2(model, problem) -> None:
+    """An extra hook that kills its worker process at one point only, as a crash inside the solver would."""
+    if problem.topology.dims[1].link_bandwidth == 50e9 and problem.engine.area_budget_mm2 == 2.0:
+        os._exit(1)
+
+
+def test_a_worker_that_dies_fails_only_its_own_point_not_its_batch(tmp_path):
+    """The two budgets of a bandwidth go to the worker as one batch; the worker dies at one of them. Each
+    point of a batch that failed as a whole runs again alone: only the point that kills its worker fails."""
+    params = {BW: "25GB/s,50GB/s", "engine.area_budget": "2mm^2,3mm^2"}
+    df = sweep(QUICK, params, workers=1, out=tmp_path / "r.csv", extra=die_at_50_and_2_mm2)
+    assert len(df) == 4
+    bad = (df[BW] == 50e9) & (df["engine.area_budget"] == 2.0)
+    assert df[bad]["status"].tolist() == ["error"] and "died" in df[bad]["error"].iloc[0]
+    assert (df[~bad]["status"] != "error").all(), df[~bad][["status", "error"]]
+    assert (df[(df[BW] == 50e9) & ~bad]["status"] == "optimal").all()
+
+
 def test_pool_results_equal_direct_solves_and_a_failed_point_does_not_stop_the_sweep(tmp_path):
     params = {BW: "25GB/s,50GB/s,100GB/s", "engine.area_budget": "0.5mm^2,3mm^2"}
     df = sweep(QUICK, params, workers=2, out=tmp_path / "r.csv", extra=fail_at_50)

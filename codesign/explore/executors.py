@@ -12,7 +12,8 @@ The local pool starts its workers from a fork server that has imported codesign 
 milliseconds, and never inherit a HiGHS that has already run in the parent). Each worker watches the
 sweep's process and exits when it is gone, so a killed sweep leaves no workers behind. If a worker dies
 (a crash inside the solver), the pool is restarted and the unfinished points are resubmitted; a point
-whose pool broke ``MAX_ATTEMPTS`` times is recorded as failed.
+whose pool broke ``MAX_ATTEMPTS`` times runs once more in a pool of its own, and only if that breaks too
+is it recorded as failed (a broken pool fails every point pending in it, not only the culprit).
 """
 from __future__ import annotations
 
@@ -101,7 +102,7 @@ class PoolRunner:
         from concurrent.futures import as_completed
         from concurrent.futures.process import BrokenProcessPool
 
-        pending, attempts = list(tasks), Counter()
+        pending, attempts, suspects = list(tasks), Counter(), []
         while pending:
             self._ex = self._start()
             futures = {self._ex.submit(self.fn, t): t for t in pending}
@@ -112,16 +113,27 @@ class PoolRunner:
                     row = f.result()
                 except BrokenProcessPool:
                     attempts[t.key] += 1
-                    if attempts[t.key] < MAX_ATTEMPTS:
-                        pending.append(t)
-                        continue
-                    row = error_row(f"a worker process died {MAX_ATTEMPTS} times while this point was pending "
-                                    "(a crash in the solver?)")
+                    (pending if attempts[t.key] < MAX_ATTEMPTS else suspects).append(t)
+                    continue
                 except Exception as e:
                     row = error_row(f"{type(e).__name__}: {e}")
                 yield t, row
             self._ex.shutdown(wait=not pending, cancel_futures=True)
             self._ex = None
+        # a broken pool fails every task pending in it, not only the one whose worker died: a task that was
+        # pending at MAX_ATTEMPTS breaks runs once more in a pool of its own, where a break is its own
+        for t in suspects:
+            self._ex = self._start()
+            try:
+                row = self._ex.submit(self.fn, t).result()
+            except BrokenProcessPool:
+                row = error_row(f"a worker process died {MAX_ATTEMPTS} times while this point was pending, and "
+                                "again when it ran alone (a crash in the solver?)")
+            except Exception as e:
+                row = error_row(f"{type(e).__name__}: {e}")
+            self._ex.shutdown(wait=True)
+            self._ex = None
+            yield t, row
 
     def close(self) -> None:
         if self._ex is not None:  # interrupted mid-sweep: do not wait for points nobody will record

@@ -34,7 +34,7 @@ from ..problem.model import Problem
 from ..spec.yamlfile import load_yaml
 from .executors import make_runner
 from .params import Param, apply, canonical, check_path, get_value, params_from
-from .points import RESULT_COLUMNS, Check, PointTask, batches, run_batch, run_point, solution_row
+from .points import RESULT_COLUMNS, BatchTask, Check, PointTask, batches, run_batch, run_point, solution_row
 from .results import ResultsFile
 
 if TYPE_CHECKING:
@@ -214,20 +214,30 @@ def run_plan(pl: Plan, *, executor: Any = None, workers: int | None = None, out:
                 return tuple(v for k, v in todo[t.key].columns.items() if k not in BUDGET_PATHS)
             work = batches(tasks, family_of, _worker_count(executor, workers))
             runner = make_runner(executor, workers, work, fn=run_batch)
+
+            def record(task: PointTask, row: dict[str, Any]) -> None:
+                pt = todo[task.key]
+                full = {"key": task.key, "problem": pt.problem.name, **pt.columns, **row}
+                if store:
+                    store.append(full)
+                done[task.key] = full
+                state.done += 1
+                state.failed += row.get("status") == "error"
+                state.elapsed_s, state.row = time.perf_counter() - t0, full
+                if progress:
+                    progress(state)
             try:
+                # a batch that failed as a whole (its worker died, its future raised) took its points with it,
+                # the finished ones too: each runs again alone, once, and only its own failure is recorded
+                alone: list[BatchTask] = []
                 for batch, result in runner.run(work):
-                    rows = result.get("rows") or [result] * len(batch.tasks)  # a batch's failure is each point's
-                    for task, row in zip(batch.tasks, rows):
-                        pt = todo[task.key]
-                        full = {"key": task.key, "problem": pt.problem.name, **pt.columns, **row}
-                        if store:
-                            store.append(full)
-                        done[task.key] = full
-                        state.done += 1
-                        state.failed += row.get("status") == "error"
-                        state.elapsed_s, state.row = time.perf_counter() - t0, full
-                        if progress:
-                            progress(state)
+                    if "rows" not in result and len(batch.tasks) > 1:
+                        alone.extend(BatchTask(t.key, (t,)) for t in batch.tasks)
+                        continue
+                    for task, row in zip(batch.tasks, result.get("rows") or [result]):
+                        record(task, row)
+                for batch, result in runner.run(alone) if alone else ():
+                    record(batch.tasks[0], (result.get("rows") or [result])[0])
             finally:
                 runner.close()
     finally:
