@@ -15,6 +15,7 @@ import pyomo.environ as pyo
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import TerminationCondition as TC
 
+from ..errors import SolverError
 from ..problem.model import SolverSpec
 from .size import ModelSize
 
@@ -293,7 +294,10 @@ class CompiledModel:
         h.setOptionValue("threads", int(spec.threads))
         h.setOptionValue("presolve", "on" if spec.presolve else "off")
         for name, value in HEURISTICS.items():
-            h.setOptionValue(name, value)
+            if h.setOptionValue(name, value) == self._error:
+                from importlib.metadata import version
+                raise SolverError(f"highspy {version('highspy')} has no option {name}: codesign needs highspy 1.11 "
+                                  "or newer (pip install -U highspy)")
         t0 = time.perf_counter()
         h.run()
         if started and h.getModelStatus() == highspy.HighsModelStatus.kSolveError:
