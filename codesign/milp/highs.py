@@ -193,6 +193,10 @@ class CompiledModel:
             getattr(self.h, name)(*args)
         self.rows = nrows
 
+    def forget_start(self) -> None:
+        """Give the next run no start (``solve``): the last incumbent is known to be cut off."""
+        self._start = None
+
     def set_objective(self, expr, minimize: bool = True) -> None:
         """Make the linear ``expr`` the objective (minimized unless ``minimize`` is False)."""
         const, cols = self._linear(expr)

@@ -391,6 +391,10 @@ class Master:
         """Forbid the design ``choice`` (a no-good cut: at least one resource takes another option)."""
         if self.sized:
             self._cut(self.model.visited, sum(1 - self.model.y[r, choice[r]] for r in self.sized) >= 1)
+            if self.compiled is not None:
+                # the incumbent is usually the design just forbidden: as a start it would cost HiGHS an LP
+                # (its repair, with the design fixed) to find it infeasible
+                self.compiled.forget_start()
 
     def _interval_data(self):
         """Per dimension: each collective's release and due date shifted by the link time of the phases
