@@ -278,3 +278,17 @@ def test_validate_reports_a_good_sweep_section(tmp_path, capsys):
     assert main(["validate", str(prob)]) == 0
     out, err = capsys.readouterr()
     assert out.rstrip().endswith(f"; sweep of 8 points (grid) over engine.area_budget, {BW}") and err == ""
+
+
+def test_dask_workers_that_cannot_import_the_task_code_are_one_error(tmp_path):
+    """The Dask runner imports the task's module on every worker when it starts: a worker without it is one
+    SpecError naming the cluster, not a traceback per point."""
+    pytest.importorskip("dask.distributed")
+    from codesign.errors import SpecError
+    from codesign.explore.executors import DaskRunner
+
+    def task(t):
+        return {}
+    task.__module__ = "codesign_not_installed_anywhere"
+    with pytest.raises(SpecError, match="cannot import codesign"):
+        DaskRunner("local", 1, fn=task)

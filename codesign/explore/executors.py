@@ -172,7 +172,12 @@ class DaskRunner:
             self.description = f"the Dask cluster at {target}"
         # every worker imports the solver's modules now, not during its first point: otherwise a worker
         # that the first tasks miss pays a second of imports in the middle of the sweep
-        self.client.run(_import_modules, _modules(fn))
+        try:
+            self.client.run(_import_modules, _modules(fn))
+        except ImportError as e:
+            self.close()
+            raise SpecError(f"the workers of {self.description} cannot import codesign ({e}): install codesign "
+                            "where they run") from None
 
     def run(self, tasks: Sequence[Task]) -> Iterator[tuple[Task, Row]]:
         from dask.distributed import as_completed

@@ -280,8 +280,8 @@ class CompiledModel:
         re-solved with a cut or a changed objective each time, so the last design is often the answer or
         close to it: HiGHS checks the start, and where a new cut makes it infeasible it fixes the start's
         integers and solves the LP for the rest (HiGHS's own repair); an incumbent from the start lets it
-        stop at the root (a quarter to a half of the large masters' runs, and of the small ones', in
-        BENCHMARKS.md "MIP starts"). The start changes no bound: what is proven is proven by HiGHS."""
+        stop at the root (the 1,000-layer, 4096-NPU master's HiGHS time 17.4 s -> 8.4 s: docs/formulation.md,
+        section 3.6). The start changes no bound: what is proven is proven by HiGHS."""
         import highspy
         h = self.h
         started = self._start is not None and len(self._start.col_value) == h.getNumCol()
