@@ -270,12 +270,9 @@ class CompiledModel:
                 cols[j] = cols.get(j, 0.0) + float(c)
         return const, cols
 
-    def solve(self, spec: SolverSpec, time_limit_s: float, exact: bool = False) -> SolveStats:
-        """Run HiGHS; load the incumbent into the Pyomo variables. Statuses as ``solve_model``'s. ``exact``:
-        no MIP gap, relative or absolute, and a feasibility tolerance of 1e-7 (else the problem's gap and
-        HiGHS's defaults, 1e-6 absolute gap and tolerance), for an objective whose differences of 1e-6
-        decide (``Master.smallest_at``'s tie-break): HiGHS prunes what improves on its incumbent by less
-        than the tolerance.
+    def solve(self, spec: SolverSpec, time_limit_s: float, gap: float | None = None) -> SolveStats:
+        """Run HiGHS; load the incumbent into the Pyomo variables. Statuses as ``solve_model``'s. ``gap``: the
+        relative MIP gap (None: the problem's).
 
         The incumbent of the run before, if any, is HiGHS's start (``setSolution``). The design master is
         re-solved with a cut or a changed objective each time, so the last design is often the answer or
@@ -292,9 +289,7 @@ class CompiledModel:
         # size fails unless the pool is reset first (and after, for the next solver in this process)
         h.resetGlobalScheduler(True)
         h.setOptionValue("time_limit", max(0.01, float(time_limit_s)))
-        h.setOptionValue("mip_rel_gap", 0.0 if exact else float(spec.mip_gap))
-        h.setOptionValue("mip_abs_gap", 0.0 if exact else 1e-6)
-        h.setOptionValue("mip_feasibility_tolerance", 1e-7 if exact else 1e-6)
+        h.setOptionValue("mip_rel_gap", float(spec.mip_gap if gap is None else gap))
         h.setOptionValue("threads", int(spec.threads))
         h.setOptionValue("presolve", "on" if spec.presolve else "off")
         for name, value in HEURISTICS.items():

@@ -96,6 +96,10 @@ def nominal_compute_us(md: ModelData) -> list[float]:
             for c in md.iteration.computes]
 
 
+#: The least-area tie-break's objective scale (``Master.smallest_at``): its rank terms 1e-6 apart become 1e-3.
+TIE_SCALE = 1e3
+
+
 class Master:
     """The master MILP and the data its cuts need. ``model`` is the Pyomo model."""
 
@@ -345,12 +349,14 @@ class Master:
         c = self.compiled
         m = self.model
         c.add(None, m.T, T_us + 1e-9)
-        # ties go to the least area plus network cost (two units summed: only the order among ties matters)
-        c.set_objective(m.area + m.network_cost + 1e-6 * self._smallness())
+        # ties go to the least area plus network cost (two units summed: only the order among ties matters),
+        # then to the smaller options (the rank terms: designs of equal area are common, the baseline's
+        # options cost none and ACE's areas add up alike). Scaled so that a rank apart is 1e-3, far above
+        # HiGHS's absolute gap and tolerance (1e-6), and solved with no relative gap: an improvement within
+        # either would let the start (the master's design) stand as "optimal" over a smaller design
+        c.set_objective(TIE_SCALE * (m.area + m.network_cost + 1e-6 * self._smallness()))
         try:
-            # exact: the tie-break's terms differ by 1e-6, inside HiGHS's default absolute gap and tolerance,
-            # within which the start (the master's design) would stand as "optimal" over a smaller design
-            return c.solve(spec, time_limit_s, exact=True).has_solution
+            return c.solve(spec, time_limit_s, gap=0.0).has_solution
         finally:
             c.pop_row()
             c.set_objective(m.obj.expr, m.obj.sense == pyo.minimize)
