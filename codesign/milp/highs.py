@@ -149,6 +149,7 @@ class CompiledModel:
         self._calls: list[tuple[str, tuple]] | None = []
         # the last incumbent, handed to the next run as its start (``solve``)
         self._start: Any = None
+        self._objectives: dict[int, tuple[Any, float, dict[int, float]]] = {}  # set_objective's walks, by id
         objs = list(m.component_data_objects(pyo.Objective, active=True))
         if len(objs) != 1:
             raise ValueError(f"the model has {len(objs)} active objectives; HiGHS takes one")
@@ -198,8 +199,12 @@ class CompiledModel:
         self._start = None
 
     def set_objective(self, expr, minimize: bool = True) -> None:
-        """Make the linear ``expr`` the objective (minimized unless ``minimize`` is False)."""
-        const, cols = self._linear(expr)
+        """Make the linear ``expr`` the objective (minimized unless ``minimize`` is False). An expression set
+        before is not walked again (the master swaps its objective and the tie-break's on every round)."""
+        known = self._objectives.get(id(expr))
+        if known is None or known[0] is not expr:
+            known = self._objectives[id(expr)] = (expr, *self._linear(expr))  # expr kept: its id stays its own
+        _, const, cols = known
         self.sense = 1.0 if minimize else -1.0
         self.offset = const
         cost = np.zeros(len(self.vars))

@@ -128,6 +128,7 @@ class Master:
         m.interval = pyo.ConstraintList()
         m.visited = pyo.ConstraintList()
         self.compiled: CompiledModel | None = None
+        self._tie = None  # smallest_at's objective, built on its first call
         self._intervals: set[tuple] = set()
         self._release_due = self._interval_data() if self.shape is not None else None
 
@@ -354,7 +355,9 @@ class Master:
         # options cost none and ACE's areas add up alike). Scaled so that a rank apart is 1e-3, far above
         # HiGHS's absolute gap and tolerance (1e-6), and solved with no relative gap: an improvement within
         # either would let the start (the master's design) stand as "optimal" over a smaller design
-        c.set_objective(TIE_SCALE * (m.area + m.network_cost + 1e-6 * self._smallness()))
+        if self._tie is None:
+            self._tie = TIE_SCALE * (m.area + m.network_cost + 1e-6 * self._smallness())
+        c.set_objective(self._tie)
         try:
             return c.solve(spec, time_limit_s, gap=0.0).has_solution
         finally:
