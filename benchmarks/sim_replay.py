@@ -1,22 +1,26 @@
 """Benchmark: codesign's chunk-grain replay (codesign/sim/replay.py), before and after its speed work.
 
-"Before" is tests/reference_replay.py, the replay as it was frozen before the rewrite (the equivalence
-test holds the two to identical answers); "after" is codesign.sim.replay. Each case runs both in turn,
-alternating, and keeps each one's best time, so a load that comes and goes on a shared machine hits both
-alike. Times are wall clock (perf_counter) and CPU (process_time) per replay, 8 iterations replayed.
+Three codes: "before" is tests/reference_replay.py, the replay as it was frozen before the rewrite; "Python"
+is codesign.sim.replay on its Python event loop (CODESIGN_REPLAY=python; main's loop before the compiled
+one); "compiled" is the same replay on its compiled loop (codesign/sim/_kernel.c). The equivalence test
+holds all three to identical answers. Each case runs them in turn, alternating, and keeps each one's best
+time, so a load that comes and goes on a shared machine hits all alike. Times are wall clock
+(perf_counter) and CPU (process_time) per whole replay (set-up included), 8 iterations replayed.
 
 Cases: ResNet-50 on ACE at the design of the acceptance target (8 MiB SRAM, 128 GB/s ALU, 128 GB/s DMA),
 the 500-layer 1024-NPU problem (problems/scale/, 4 MiB, 128 GB/s, 128 GB/s: ALU contention), ResNet-50 cut
-into 1024 chunks per collective (after only, in a fresh process for its peak memory), the shipped problems
-at their solved designs, and how the cost grows with chunks and iterations. Run from the repository root:
+into up to 1024 chunks per collective (both loops, each in a fresh process for its peak memory), the
+shipped problems at their solved designs, and how the cost grows with chunks and iterations. Run from the
+repository root:
 
-    python benchmarks/sim_replay.py            # everything (about 3 minutes)
+    python benchmarks/sim_replay.py            # everything (about 2 minutes)
     python benchmarks/sim_replay.py --quick    # the two target cases only, fewer repetitions
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import platform
 import subprocess
 import sys
@@ -25,6 +29,7 @@ from pathlib import Path
 
 import codesign
 from codesign.platform.endpoint import Design, design_of
+from codesign.sim import replay
 from codesign.sim.replay import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,26 +43,49 @@ def ace(sram_mib: float, alu_gbs: float, dma_gbs: float) -> Design:
     return Design("ace", {"sram": sram_mib * MiB, "alu": alu_gbs * 1e9, "dma": dma_gbs * 1e9})
 
 
+CODES = ("before", "python", "compiled")
+
+
+def _sim(code: str):
+    if code == "before":
+        return reference_replay.simulate
+
+    def run(*args, **kw):
+        replay.COMPILED = code == "compiled"
+        try:
+            return simulate(*args, **kw)
+        finally:
+            replay.COMPILED = replay._kernel is not None
+    return run
+
+
 def paired(problem, design, reps: int, order=None, iterations: int = 8):
-    """Best wall and CPU seconds of the reference and the replay, run alternately; and their results."""
-    best = {"before": [float("inf"), float("inf")], "after": [float("inf"), float("inf")]}
+    """Best wall and CPU seconds of each code, run alternately; and the compiled loop's result."""
+    best = {c: [float("inf"), float("inf")] for c in CODES}
     res = {}
     for _ in range(reps):
-        for name, sim in (("before", reference_replay.simulate), ("after", simulate)):
+        for code in CODES:
             w0, c0 = time.perf_counter(), time.process_time()
-            res[name] = sim(problem, design, order=order, iterations=iterations)
+            res[code] = _sim(code)(problem, design, order=order, iterations=iterations)
             w, c = time.perf_counter() - w0, time.process_time() - c0
-            best[name] = [min(best[name][0], w), min(best[name][1], c)]
-    assert res["before"].period_s == res["after"].period_s and res["before"].events == res["after"].events
-    return best, res["after"]
+            best[code] = [min(best[code][0], w), min(best[code][1], c)]
+    for code in CODES[1:]:
+        assert res[code].period_s == res["before"].period_s and res[code].events == res["before"].events, code
+    return best, res["compiled"]
+
+
+HEADER = ("| case | layers | NPUs | chunks | events | before wall (ms) | Python wall (ms) | compiled wall / CPU (ms) | "
+          "before M events/s | Python M events/s | compiled M events/s (wall / CPU) | compiled / Python |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def row(name: str, p, r, best) -> str:
-    b, a = best["before"], best["after"]
+    b, y, a = best["before"], best["python"], best["compiled"]
     ev = r.events
     return (f"| {name} | {len(p.workload.layers)} | {p.topology.npus} | {p.schedule.chunks} | {ev} | "
-            f"{b[0] * 1e3:.1f} / {b[1] * 1e3:.1f} | {a[0] * 1e3:.1f} / {a[1] * 1e3:.1f} | "
-            f"{ev / b[0] / 1e6:.3f} | {ev / a[0] / 1e6:.3f} / {ev / a[1] / 1e6:.3f} | {b[0] / a[0]:.1f}x |")
+            f"{b[0] * 1e3:.1f} | {y[0] * 1e3:.1f} | {a[0] * 1e3:.2f} / {a[1] * 1e3:.2f} | "
+            f"{ev / b[0] / 1e6:.3f} | {ev / y[0] / 1e6:.3f} | {ev / a[0] / 1e6:.2f} / {ev / a[1] / 1e6:.2f} | "
+            f"{y[0] / a[0]:.1f}x |")
 
 
 def scale_problem() -> Path | None:
@@ -65,9 +93,10 @@ def scale_problem() -> Path | None:
     return found[0] if found else None
 
 
-def big_chunks(chunks: int) -> str:
-    """ResNet-50 at ``chunks`` chunks per collective in a fresh process: time and peak memory."""
-    code = f"""
+def big_chunks(chunks: int, loop: str) -> str:
+    """ResNet-50 at ``chunks`` chunks per collective in a fresh process, on the compiled or the Python
+    loop: time and peak memory."""
+    program = f"""
 import dataclasses, resource, time
 import codesign
 from codesign.platform.endpoint import Design
@@ -90,10 +119,12 @@ w0, c0 = time.perf_counter(), time.process_time()
 r = simulate(p, d)
 w, c = time.perf_counter() - w0, time.process_time() - c0
 peak = hwm_mb()
-print(f"| {chunks} | {{r.events}} | {{w:.2f}} | {{c:.2f}} | {{r.events / w / 1e6:.3f}} | {{peak:.0f}} | "
+print(f"| {chunks} | {loop} | {{r.events}} | {{w:.2f}} | {{c:.2f}} | {{r.events / w / 1e6:.3f}} | {{peak:.0f}} | "
       f"{{peak - base:.0f}} |")
 """
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    env = dict(os.environ, CODESIGN_REPLAY=loop)
+    out = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env=env)
     return out.stdout.strip()
 
 
@@ -102,13 +133,13 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="the two target cases only, fewer repetitions")
     args = ap.parse_args()
     reps = 2 if args.quick else 5
+    if replay._kernel is None:
+        sys.exit("the compiled replay was not built (codesign/sim/_kernel.c): pip install -e . with a C compiler")
     print(f"Python {platform.python_version()} on {platform.machine()}; 8 iterations replayed; before = "
-          f"tests/reference_replay.py, after = codesign.sim.replay, run alternately, best of {reps} "
-          "(the 500-layer problem: of 2)")
+          f"tests/reference_replay.py, Python = codesign.sim.replay's Python loop, compiled = its compiled loop; "
+          f"run alternately, best of {reps} (the 500-layer problem: of 2)")
     print()
-    print("| case | layers | NPUs | chunks | events | before wall / CPU (ms) | after wall / CPU (ms) | "
-          "before M events/s | after M events/s (wall / CPU) | speed-up (wall) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(HEADER)
     r50 = codesign.load_problem(ROOT / "problems" / "resnet50_ace_torus3d.yaml")
     best, r = paired(r50, ace(8, 128, 128), reps)
     print(row("ResNet-50 ACE, 8 MiB / 128 / 128 GB/s", r50, r, best), flush=True)
@@ -125,15 +156,16 @@ def main() -> None:
         best, r = paired(p, design_of(p.engine, s.choice), reps, order=s.priority)
         print(row(f"{name} (solved design)", p, r, best), flush=True)
     print()
-    print("ResNet-50 ACE (4x4x4) at 8 MiB / 128 / 128 GB/s, after only, each in a fresh process (peak = the")
-    print("process's peak resident set, VmHWM; replay = its growth during the replay):")
+    print("ResNet-50 ACE (4x4x4) at 8 MiB / 128 / 128 GB/s, each in a fresh process (peak = the process's peak")
+    print("resident set, VmHWM; replay = its growth during the replay):")
     print()
-    print("| chunks | events | wall (s) | CPU (s) | M events/s (wall) | peak RSS (MB) | replay (MB) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| chunks | loop | events | wall (s) | CPU (s) | M events/s (wall) | peak RSS (MB) | replay (MB) |")
+    print("|---|---|---|---|---|---|---|---|")
     for chunks in (4, 64, 256, 1024):
-        print(big_chunks(chunks), flush=True)
+        for loop in ("compiled", "python"):
+            print(big_chunks(chunks, loop), flush=True)
     print()
-    print("Growth, after only (ResNet-50 ACE at its solved design):")
+    print("Growth, compiled loop (ResNet-50 ACE at its solved design):")
     print()
     print("| chunks | iterations | events | wall (ms) |")
     print("|---|---|---|---|")

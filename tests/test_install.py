@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import venv
 from pathlib import Path
 
@@ -83,7 +84,7 @@ def test_wheel_installs_and_solves_from_another_folder(tmp_path):
     quickstart problem copied alone into an empty folder."""
     src = tmp_path / "src"
     shutil.copytree(ROOT / "codesign", src / "codesign", ignore=shutil.ignore_patterns("__pycache__"))
-    for f in ("pyproject.toml", "README.md"):
+    for f in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(ROOT / f, src / f)
     py = _fresh_venv(tmp_path / "venv")
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"),
@@ -100,8 +101,28 @@ def test_wheel_installs_and_solves_from_another_folder(tmp_path):
     where = subprocess.run([str(py), "-c", "import codesign; print(codesign.__file__)"], cwd=work, env=env,
                            capture_output=True, text=True, timeout=60)
     assert where.returncode == 0 and where.stdout.startswith(str(tmp_path / "venv")), where.stdout + where.stderr
+    if _compiler():
+        kernel = subprocess.run([str(py), "-c", "from codesign.sim import replay; print(replay.COMPILED)"],
+                                cwd=work, env=env, capture_output=True, text=True, timeout=60)
+        assert kernel.stdout.strip() == "True", kernel.stdout + kernel.stderr
     exe = py.parent / ("codesign.exe" if os.name == "nt" else "codesign")
     r = subprocess.run([str(exe), "solve", "quickstart.yaml", "--json"], cwd=work, env=env, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["status"] == "optimal"
+
+
+def _compiler() -> str | None:
+    """The C compiler setuptools would build extensions with, if there is one."""
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    return shutil.which(cc)
+
+
+def test_the_replay_runs_compiled_where_a_compiler_is():
+    """setup.py builds the replay's event loop as an optional extension: an install without a C compiler
+    still works (on the Python loop, which answers the same), but one with a compiler must have built it."""
+    from codesign.sim import replay
+    if not _compiler():
+        pytest.skip("no C compiler: the replay runs its Python loop")
+    assert replay._kernel is not None, "codesign/sim/_kernel.c was not built: rerun pip install -e ."
+    assert replay.COMPILED or os.environ.get("CODESIGN_REPLAY") == "python"

@@ -6,7 +6,8 @@ float, between it and ``codesign.sim.replay.simulate``: on the shipped problems 
 some of the ACE study's problems (DLRM's urgent collectives, no overlap, the ideal and baseline
 engines), and on small random problems covering every engine, parallelism, collective, algorithm,
 chunk count, SRAM size, dispatch rule (LIFO, FIFO, fixed priorities with iteration offsets),
-``overlap: false`` and iteration count.
+``overlap: false`` and iteration count. Every test runs twice: on the compiled event loop
+(codesign/sim/_kernel.c) and on the Python one, which must both answer what the reference does.
 """
 from __future__ import annotations
 
@@ -25,8 +26,19 @@ from codesign.platform.endpoint import Design, Engine, Option, design_of
 from codesign.platform.topology import Dim, Topology
 from codesign.problem.model import ScheduleSpec
 from codesign.schedule.iteration import build_iteration
+from codesign.sim import replay
 from codesign.sim.replay import simulate
 from codesign.workload.model import Comm, Compute, Layer, Workload
+
+
+@pytest.fixture(autouse=True, scope="module", params=["compiled", "python"] if replay._kernel else ["python"])
+def loop(request):
+    """The event loop the replay runs: the compiled one, where it was built (tests/test_install.py fails
+    where a compiler was at hand and it was not), and the Python one."""
+    was = replay.COMPILED
+    replay.COMPILED = request.param == "compiled"
+    yield request.param
+    replay.COMPILED = was
 
 
 def same(a, b, path: str = "result") -> None:

@@ -16,6 +16,7 @@ bit for bit what the straightforward one did (tests/test_replay_equivalence.py).
 from __future__ import annotations
 
 import math
+import os
 from collections import deque
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
@@ -36,8 +37,18 @@ from ..platform.pools import (
 from ..problem.model import Problem
 from ..schedule.iteration import Order, build_iteration
 
+try:
+    from . import _kernel  # the event loop compiled (setup.py builds it where a C compiler is found)
+except ImportError:  # pragma: no cover - the install had no compiler: the Python loop answers the same
+    _kernel = None
+
 INF = float("inf")
 EPS = 1e-12
+LIMIT = 1 << 62  # the compiled loop keeps priorities and rate-memo keys in 64-bit integers
+
+#: whether replays run the compiled event loop; both loops answer bit for bit the same. Set
+#: CODESIGN_REPLAY=python to run the Python one (benchmarks/sim_replay.py compares the two).
+COMPILED = _kernel is not None and os.environ.get("CODESIGN_REPLAY", "") != "python"
 
 
 @dataclass
@@ -127,6 +138,8 @@ class _Replay:
         own = problem.schedule.order
         self.lifo = (policy or (own if own in ("lifo", "fifo") else "lifo")) == "lifo"
         self.record = record
+        self.compiled = COMPILED
+        self.windowed = False  # whether ``timeline`` is already clipped to the measured window (the C loop's)
         self.ref = iterations - 3  # the reference iteration: the first of the two measured
         self.it = build_iteration(problem.workload, problem.schedule.overlap)
         self.pools = Pools.of(problem.engine, problem.npu, design)
@@ -237,6 +250,9 @@ class _Replay:
         S = pools.sram
         sram_finite = math.isfinite(S)
         need = [sram_need(b, S) for b in self.chunk_bytes] if sram_finite else []
+        if self.compiled and self._compilable(int_prio, BIG, K, D, len(cls_rep)):
+            return self._run_compiled(seqw, w_dim, w_cls, w_wire, w_inv_alone, cls_rep, urgent, delay, need, BIG,
+                                      task_cls, tc_task, nominal_of, waits, releases, comm_name, cnames, dim_row)
         free = S
         sq_heap: list = []               # the SRAM's queue: priorities present
         sq_fifo: dict = {}               # priority -> chunks waiting for room, in arrival order
@@ -665,6 +681,67 @@ class _Replay:
                     "cstart": rec_cstart, "cend": rec_cend}
         return self._result()
 
+    def _compilable(self, int_prio: bool, big: int, K: int, D: int, ncls: int) -> bool:
+        """Whether the compiled loop can take this replay: integer priorities that fit 64 bits, an order (if
+        any) that ranks every collective, and rate-memo keys (a digit per active class) that fit too. What
+        it cannot take (no shipped or generated problem so far) runs on the Python loop."""
+        offs = [off for _, off in (self.order_pos or {}).values()]
+        return (int_prio and D <= 64 and (ncls + 1) ** D < LIMIT and all(-LIMIT < x < LIMIT for x in (big, *offs))
+                and (self.order_pos is None or set(self.order_pos) == set(range(K))))
+
+    def _run_compiled(self, seqw, w_dim, w_cls, w_wire, w_inv_alone, cls_rep, urgent, delay, need, BIG,
+                      task_cls, tc_task, nominal_of, waits, releases, comm_name, cnames, dim_row) -> SimResult:
+        """``run``'s event loop in C (``_kernel.c``, the same loop statement for statement), on the tables
+        ``run`` built. The rates of a sequence of active chunk-phases are still computed here, by
+        ``pools.phase_rates``, the first time the kernel meets the sequence."""
+        p, pools, npu = self.p, self.pools, self.p.npu
+        lim = [False, False]
+
+        def entry(key: tuple[int, ...]) -> tuple:
+            ws = [cls_rep[c] for c in key]
+            rates = phase_rates(ws, pools)
+            if ws:
+                mem_over, red_over = oversubscribed(ws, pools)
+                lim[0] |= mem_over
+                lim[1] |= red_over
+            mem = 0.0
+            red = 0.0
+            for w, r in zip(ws, rates):
+                mem += w.memory_bytes * r
+            for w, r in zip(ws, rates):
+                red += w.reduce_bytes * r
+            return tuple(rates), mem, red, all(r > 0 for r in rates)
+
+        def comp_entry(active: bool, mem: float, tc: int) -> tuple[float, float]:
+            task = tc_task[tc]
+            r = compute_rate(task, npu, pools, active, mem)
+            return r, _compute_hbm_rate(task, npu, r)
+
+        K = len(self.it.comms)
+        pos = [0] * K
+        off = [0] * K
+        if self.order_pos is not None:
+            for k, (ps, of) in self.order_pos.items():
+                pos[k], off[k] = ps, of
+        S = pools.sram
+        events, iter_start, snaps, tl, lim_sram, sram_peak, peak_int, hbm_peak, sent, rec = _kernel.run(
+            len(p.topology.dims), K, self.max_iter, seqw, w_dim, w_cls, w_wire, w_inv_alone, self.nchunks, delay,
+            [1 if u else 0 for u in urgent], need or [0.0] * K, pos, off, task_cls, len(cls_rep), len(tc_task),
+            nominal_of, [[x for kb in w for x in kb] for w in waits], releases, BIG, self.lifo, math.isfinite(S),
+            self.order_pos is not None, self.record, self.ref, self.max_iter - 3, self.max_iter - 1, S,
+            isinstance(S, int), [1 if isinstance(x, int) else 0 for x in need] or [0] * K, dim_row, comm_name, cnames,
+            entry, comp_entry)
+        if len(iter_start) < self.max_iter:
+            raise RuntimeError("the replay stalled before its last iteration (a collective never completed)")
+        self.events, self.iter_start, self.snaps = events, iter_start, snaps
+        self.timeline, self.windowed = tl, True  # already the measured window's rows, clipped
+        self.limited = {"memory": lim[0], "reduction": lim[1], "sram": lim_sram}
+        self.sram_peak, self.hbm_peak = int(sram_peak) if peak_int else sram_peak, hbm_peak
+        self.sent = dict(sent)
+        if rec is not None:
+            self.rec = dict(zip(("start", "end", "pred", "admitted", "after", "cstart", "cend"), rec))
+        return self._result()
+
     def _result(self) -> SimResult:
         a, b = self.max_iter - 3, self.max_iter - 1
         t_a, t_b = self.iter_start[a], self.iter_start[b]
@@ -697,8 +774,9 @@ class _Replay:
         ref = self.max_iter - 3
         sent = {k: v for (k, n), v in self.sent.items() if n == ref}
         t_end = t_a + period
-        timeline = [(r, nm, kd, max(s, t_a) - t_a, min(e, t_end) - t_a) for r, nm, kd, s, e in self.timeline
-                    if e > t_a and s < t_end]
+        timeline = self.timeline if self.windowed else [
+            (r, nm, kd, max(s, t_a) - t_a, min(e, t_end) - t_a) for r, nm, kd, s, e in self.timeline
+            if e > t_a and s < t_end]
         return SimResult(
             period_s=period, compute_time_s=compute, nominal_compute_s=per["nominal"] / iters,
             exposed_comm_s=max(0.0, period - compute), utilization=util, sram_peak_bytes=self.sram_peak,
