@@ -165,7 +165,7 @@ def main() -> None:
         for loop in ("compiled", "python"):
             print(big_chunks(chunks, loop), flush=True)
     print()
-    print("Growth, compiled loop (ResNet-50 ACE at its solved design):")
+    print("Growth, compiled loop (ResNet-50 ACE at its solved design; best of 3):")
     print()
     print("| chunks | iterations | events | wall (ms) |")
     print("|---|---|---|---|")
@@ -173,9 +173,12 @@ def main() -> None:
     d0 = design_of(r50.engine, s0.choice)
     for chunks, iters in ((1, 8), (4, 8), (16, 8), (4, 16), (4, 32)):
         p = dataclasses.replace(r50, schedule=dataclasses.replace(r50.schedule, chunks=chunks))
-        w0 = time.perf_counter()
-        r = simulate(p, d0, iterations=iters)
-        print(f"| {chunks} | {iters} | {r.events} | {(time.perf_counter() - w0) * 1e3:.1f} |")
+        best = float("inf")
+        for _ in range(3):
+            w0 = time.perf_counter()
+            r = simulate(p, d0, iterations=iters)
+            best = min(best, time.perf_counter() - w0)
+        print(f"| {chunks} | {iters} | {r.events} | {best * 1e3:.1f} |")
     print()
 
 
