@@ -227,6 +227,13 @@ def test_both_check_their_arguments_alike():
             sim(p, Design("ideal", {}), iterations=3)
 
 
+def test_a_workload_with_no_layers_is_refused():
+    """Only the API can build one (the file readers reject it); the reference failed on it with an IndexError."""
+    p = problem(Workload("w", "data", ()), Topology((Dim("d0", "ring", 2, 1, 10e9, 0.0),)), Engine("ideal"))
+    with pytest.raises(ValueError, match="no layers"):
+        simulate(p, Design("ideal", {}))
+
+
 def test_coinciding_completions_and_wake_ups_keep_their_order():
     """Times that are exact binary fractions make chunk-phases, compute tasks and the wake-ups after a
     collective's update delay end at the same instant; the reference orders such ties by (time, sequence)."""

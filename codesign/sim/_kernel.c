@@ -26,6 +26,9 @@
 #include <string.h>
 
 #define EPS 1e-12
+/* the argument list's version: replay.py runs a kernel only if it was built from the matching source (an
+ * editable install does not rebuild a stale one by itself) */
+#define ABI 1
 
 /* ------------------------------------------------------------------ growable heaps */
 typedef struct { int64_t prio; int64_t arr; int32_t chunk; } QItem;
@@ -136,7 +139,7 @@ static inline int32_t map_get(const Map *m, uint64_t k) {
 static int map_put(Map *m, uint64_t k, int32_t v) {
     if (2 * (m->n + 1) > m->cap) {
         Map g;
-        if (map_init(&g, 2 * m->cap) < 0) return -1;
+        if (map_init(&g, 2 * m->cap) < 0) { free(g.key); free(g.val); return -1; }
         for (size_t i = 0; i < m->cap; i++)
             if (m->val[i] >= 0) {
                 size_t j = mix(m->key[i]) & (g.cap - 1);
@@ -511,7 +514,7 @@ static int32_t entry_of(St *s) {
     if (!PyArg_ParseTuple(res, "Oddp", &rates, &mem, &red, &allpos)) { Py_DECREF(res); return -1; }
     if (s->ne == s->cape) {
         int32_t cap = s->cape ? 2 * s->cape : 64;
-        double *r = realloc(s->e_rates, (size_t)cap * (size_t)s->D * sizeof(double));
+        double *r = realloc(s->e_rates, (size_t)cap * (size_t)(s->D ? s->D : 1) * sizeof(double));
         if (r) s->e_rates = r;
         double *m = realloc(s->e_mem, (size_t)cap * sizeof(double));
         if (m) s->e_mem = m;
@@ -596,7 +599,8 @@ static int loop(St *s) {
     double cur_mem = 0.0, cur_red = 0.0;
     const double *cur_rates = NULL;
     if (try_compute(s) < 0) return -1;
-    for (;;) {
+    for (uint32_t tick = 1;; tick++) {
+        if (!(tick & 0xffff) && PyErr_CheckSignals() < 0) return -1;  /* Ctrl-C stops a long replay */
         /* start: every idle dimension takes its most urgent queued chunk-phase, in dimension order */
         if (s->npoke) {
             for (int d = 0; d < D; d++) {
@@ -961,4 +965,11 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernel", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__kernel(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddIntConstant(m, "ABI", ABI) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -37,9 +37,12 @@ from ..platform.pools import (
 from ..problem.model import Problem
 from ..schedule.iteration import Order, build_iteration
 
+KERNEL_ABI = 1  # _kernel.c's ABI: the argument list _run_compiled passes
 try:
     from . import _kernel  # the event loop compiled (setup.py builds it where a C compiler is found)
 except ImportError:  # pragma: no cover - the install had no compiler: the Python loop answers the same
+    _kernel = None
+if getattr(_kernel, "ABI", None) != KERNEL_ABI:  # built from another version of _kernel.c: rerun pip install
     _kernel = None
 
 INF = float("inf")
@@ -686,14 +689,17 @@ class _Replay:
         any) that ranks every collective, and rate-memo keys (a digit per active class) that fit too. What
         it cannot take (no shipped or generated problem so far) runs on the Python loop."""
         offs = [off for _, off in (self.order_pos or {}).values()]
-        return (int_prio and D <= 64 and (ncls + 1) ** D < LIMIT and all(-LIMIT < x < LIMIT for x in (big, *offs))
+        fits = (ncls + 1) ** D < LIMIT and all(-LIMIT < x < LIMIT for x in (big, *offs))
+        return (int_prio and fits and len(self.it.computes) > 0 and D <= 64
                 and (self.order_pos is None or set(self.order_pos) == set(range(K))))
 
     def _run_compiled(self, seqw, w_dim, w_cls, w_wire, w_inv_alone, cls_rep, urgent, delay, need, BIG,
                       task_cls, tc_task, nominal_of, waits, releases, comm_name, cnames, dim_row) -> SimResult:
         """``run``'s event loop in C (``_kernel.c``, the same loop statement for statement), on the tables
         ``run`` built. The rates of a sequence of active chunk-phases are still computed here, by
-        ``pools.phase_rates``, the first time the kernel meets the sequence."""
+        ``pools.phase_rates``, the first time the kernel meets the sequence. What it leaves differs from the
+        Python loop's only where nothing reads it: ``rec`` holds the reference iteration alone (all
+        ``_realized`` reads) and ``timeline`` is already clipped to the measured window (``windowed``)."""
         p, pools, npu = self.p, self.pools, self.p.npu
         lim = [False, False]
 
@@ -814,6 +820,8 @@ def simulate(problem: Problem, design: Design, *, order: Order | None = None, it
     what the reference iteration did (``SimResult.realized``)."""
     if iterations < 4:
         raise ValueError("simulate needs at least 4 iterations to measure a steady state")
+    if not problem.workload.layers:  # only the API can build one: the file readers reject it
+        raise ValueError(f"workload {problem.workload.name!r} has no layers: there is nothing to replay")
     if policy not in (None, "lifo", "fifo"):
         raise ValueError(f"unknown policy {policy!r}")
     return _Replay(problem, design, order, iterations, record, policy).run()
