@@ -382,24 +382,37 @@ class Master:
                               None if con.upper is None else pyo.value(con.upper))
 
     # ------------------------------------------------------------------ cuts
-    def add_evaluation(self, ev: Evaluation) -> None:
-        """T >= f(d) wherever the design is d's (or d's plateau), and nothing new elsewhere."""
+    def _away(self, choice: dict[str, int], plateau: frozenset[str]) -> list:
+        """Per sized resource, an expression that is 1 where the design leaves the region of ``choice`` and
+        its plateau (the designs equal to ``choice`` but for larger options in ``plateau``) through that
+        resource, and 0 inside it: their sum is 0 exactly in the region."""
         m = self.model
         terms = []
         for r in self.sized:
             opts = self.space[r]
-            o = ev.choice[r]
-            if r in ev.plateau:
+            o = choice[r]
+            if r in plateau:
                 terms.append(sum(m.y[r, q] for q in range(len(opts)) if opts[q].value < opts[o].value))
             else:
                 terms.append(1 - m.y[r, o])
-        slack = max(0.0, ev.period_us - self.P)
-        self._cut(m.visited, m.T >= ev.period_us - slack * sum(terms))
+        return terms
 
-    def exclude(self, choice: dict[str, int]) -> None:
-        """Forbid the design ``choice`` (a no-good cut: at least one resource takes another option)."""
+    def add_evaluation(self, ev: Evaluation) -> None:
+        """T >= f(d) wherever the design is d's (or d's plateau), and nothing new elsewhere."""
+        slack = max(0.0, ev.period_us - self.P)
+        self._cut(self.model.visited, self.model.T >= ev.period_us - slack * sum(self._away(ev.choice, ev.plateau)))
+
+    def exclude(self, choice: dict[str, int], plateau: frozenset[str] = frozenset()) -> None:
+        """Forbid the design ``choice`` and, with ``plateau``, the designs larger than it in those resources
+        only (a no-good cut: at least one resource leaves the region)."""
         if self.sized:
-            self._cut(self.model.visited, sum(1 - self.model.y[r, choice[r]] for r in self.sized) >= 1)
+            terms = self._away(choice, plateau)
+            if all(isinstance(t, (int, float)) for t in terms):
+                # the region is every design (the smallest options, all on the plateau): none is left, which
+                # the one-option-per-resource rows say as infeasible
+                m = self.model
+                terms = [sum(m.y[r, q] for q in range(len(self.space[r]))) for r in self.sized] + [-len(self.sized)]
+            self._cut(self.model.visited, sum(terms) >= 1)
             if self.compiled is not None:
                 # the incumbent is usually the design just forbidden: as a start it would cost HiGHS an LP
                 # (its repair, with the design fixed) to find it infeasible

@@ -207,6 +207,9 @@ class Search:
         for v in self.visits:
             master.exclude(v.choice)
         remaining = None   # the master's bound over the designs not evaluated (None: none left)
+        # lower bounds of the designs a plateau cut took out without evaluating them: the master's bound when
+        # they were all still in it
+        unevaluated: list[float] = []
         timed_out = False
         while True:
             left = self.deadline - time.perf_counter()
@@ -240,15 +243,15 @@ class Search:
                 break  # no design left can beat the best found
             if stats.status != "optimal":
                 if not self.visits or self._time_for_one_more():
-                    master.exclude(self._evaluate(choice).choice)
+                    self._exclude(master, self._evaluate(choice), remaining, unevaluated)
                 timed_out = True
                 break
             if not self._time_for_one_more():
                 timed_out = True
                 break
-            master.exclude(self._evaluate(choice).choice)
+            self._exclude(master, self._evaluate(choice), remaining, unevaluated)
         best = self._best_bounded(master)
-        lows = [_lower(master, v) for v in self.visits]
+        lows = [_lower(master, v) for v in self.visits] + unevaluated
         if remaining is not None:
             lows.append(remaining)
         bound = min(lows) if lows else None
@@ -259,6 +262,17 @@ class Search:
         closed = bound is not None and value <= bound * (1 + gap) + 1e-12
         status = "time_limit" if timed_out and not closed else ("optimal" if closed else "feasible")
         return SearchResult(status, best, value, bound, solves, stats.size if stats else None, stats, cuts)
+
+    @staticmethod
+    def _exclude(master: Master, v: Visit, remaining: float | None, unevaluated: list[float]) -> None:
+        """Take an evaluated design out of the master, with its plateau: the designs larger than it only in
+        resources whose pools held nothing back in any order it tried, which replay those orders exactly as
+        it did (``optimize_evaluator``) and so cannot do better, only be larger. They leave unevaluated, so
+        the master's bound over the designs left before the cut (``remaining``) stands for them."""
+        plateau = v.evaluation.plateau
+        if plateau and remaining is not None:
+            unevaluated.append(remaining)
+        master.exclude(v.choice, plateau if remaining is not None else frozenset())
 
     def _best_bounded(self, master: Master) -> Visit | None:
         ok = [v for v in self.visits if _upper(master, v) < float("inf")]

@@ -128,19 +128,20 @@ def optimize_evaluator(md: ModelData, refine_s: float) -> Evaluator:
         design = design_of(p.engine, choice)
         q = at_design(p, choice)  # the network at the design's bandwidths
         bound_s, _ = any_order_bound_s(q, design)
-        runs = next((r for ev, r in seen if covers(ev, choice, md.space)), None)
-        if runs is None:
+        cover = next(((ev, r) for ev, r in seen if covers(ev, choice, md.space)), None)
+        if cover is None:
             runs = replay_orders(q, design)
             flat = frozenset.intersection(*(plateau(p.engine, r.sim.limited) for r in runs.values()))
             seen.append((Evaluation(dict(choice), 0.0, flat), runs))
             name = min(runs, key=lambda n: runs[n].sim.period_s)
             won = runs[name]
         else:
+            (flat, runs) = cover[0].plateau, cover[1]
             name = min(runs, key=lambda n: runs[n].sim.period_s)
             won = dataclasses.replace(runs[name], own=False)
         tried = {f"{n}_s": r.sim.period_s for n, r in runs.items()}
         won = dataclasses.replace(won, tried=tried)
-        return Evaluation(dict(choice), bound_s / TIME_UNIT), won.sim.period_s / TIME_UNIT, won
+        return Evaluation(dict(choice), bound_s / TIME_UNIT, flat), won.sim.period_s / TIME_UNIT, won
     return evaluate
 
 
