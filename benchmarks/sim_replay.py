@@ -128,6 +128,29 @@ print(f"| {chunks} | {loop} | {{r.events}} | {{w:.2f}} | {{c:.2f}} | {{r.events 
     return out.stdout.strip()
 
 
+def solve_out(chunks: int) -> str:
+    """``codesign solve --out`` on ResNet-50 ACE at ``chunks`` chunks per collective, as a user runs it (a
+    fresh process; its pictures draw a period's chunk-phases): wall time and peak memory."""
+    import resource
+    import shutil
+    import tempfile
+
+    import yaml
+    with tempfile.TemporaryDirectory() as d:
+        doc = yaml.safe_load((ROOT / "problems" / "resnet50_ace_torus3d.yaml").read_text())
+        doc["schedule"]["chunks"] = chunks
+        shutil.copytree(ROOT / "problems" / "workloads", Path(d) / "workloads")
+        (Path(d) / "p.yaml").write_text(yaml.safe_dump(doc))
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        w0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "codesign", "solve", str(Path(d) / "p.yaml"), "--out",
+                        str(Path(d) / "out")], cwd=ROOT, capture_output=True, text=True, check=True)
+        wall = time.perf_counter() - w0
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # ru_maxrss of the children is the largest child's so far: exact when this child is the largest yet
+    return f"| {chunks} | {wall:.1f} | {peak / 1024:.0f}{'' if peak > before else ' (at most)'} |"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="the two target cases only, fewer repetitions")
@@ -164,6 +187,14 @@ def main() -> None:
     for chunks in (4, 64, 256, 1024):
         for loop in ("compiled", "python"):
             print(big_chunks(chunks, loop), flush=True)
+    print()
+    print("`codesign solve P.yaml --out DIR` on ResNet-50 ACE, a fresh process (search, validation, the files")
+    print("and the two pictures):")
+    print()
+    print("| chunks | wall (s) | peak RSS (MB) |")
+    print("|---|---|---|")
+    for chunks in (4, 1024):
+        print(solve_out(chunks), flush=True)
     print()
     print("Growth, compiled loop (ResNet-50 ACE at its solved design; best of 3):")
     print()
