@@ -16,7 +16,9 @@
  *   (a second offer to a dimension that just started is a no-op); here it is a flag per dimension;
  * - the dicts keyed by (collective, iteration) are arrays indexed by n * K + k;
  * - the recordings keep, as Python dicts built here, only the reference iteration's entries (all that
- *   ``_Replay._realized`` reads), inserted in the same order.
+ *   ``_Replay._realized`` reads), inserted in the same order and keyed as ``Realized`` keys them (without
+ *   the iteration; a predecessor's iteration as its offset from the reference's), so that Python need not
+ *   build them a second time.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -28,7 +30,7 @@
 #define EPS 1e-12
 /* the argument list's version: replay.py runs a kernel only if it was built from the matching source (an
  * editable install does not rebuild a stale one by itself) */
-#define ABI 1
+#define ABI 2
 
 /* ------------------------------------------------------------------ growable heaps */
 typedef struct { int64_t prio; int64_t arr; int32_t chunk; } QItem;
@@ -275,9 +277,9 @@ static double *dbl_array(PyObject *seq) {
 }
 
 /* ------------------------------------------------------------------ recording helpers */
-static int set4(PyObject *d, int a, int b, int c, int e, PyObject *v) {
+static int set1(PyObject *d, int a, PyObject *v) {
     if (!v) return -1;
-    PyObject *key = Py_BuildValue("(iiii)", a, b, c, e);
+    PyObject *key = PyLong_FromLong(a);
     if (!key) { Py_DECREF(v); return -1; }
     int r = PyDict_SetItem(d, key, v);
     Py_DECREF(key); Py_DECREF(v);
@@ -378,7 +380,7 @@ static int try_compute(St *s) {
     }
     s->comp_j = j; s->comp_n = n; s->comp_rem = 1.0; s->comp_rate = 0.0; s->comp_tc = s->task_cls[j];
     s->compute_started = s->now;
-    if (s->record && n == s->ref && set2(s->rec_cstart, j, n, PyFloat_FromDouble(s->now)) < 0) return -1;
+    if (s->record && n == s->ref && set1(s->rec_cstart, j, PyFloat_FromDouble(s->now)) < 0) return -1;
     s->a_nominal += s->nominal[j];
     return 0;
 }
@@ -415,11 +417,11 @@ static int admit(St *s) {
         q_pop(&s->sq);
         s->nsq -= 1;
         if (s->record && c->n == s->ref) {
-            if (set3(s->rec_adm, c->k, c->n, c->c, PyFloat_FromDouble(s->now)) < 0) return -1;
+            if (set2(s->rec_adm, c->k, c->c, PyFloat_FromDouble(s->now)) < 0) return -1;
             PyObject *after;
             if (s->leaving_k < 0) { after = Py_None; Py_INCREF(after); }
-            else after = Py_BuildValue("(iii)", s->leaving_k, s->leaving_n, s->leaving_c);
-            if (set3(s->rec_after, c->k, c->n, c->c, after) < 0) return -1;
+            else after = Py_BuildValue("(iii)", s->leaving_k, s->leaving_c, s->leaving_n - s->ref);
+            if (set2(s->rec_after, c->k, c->c, after) < 0) return -1;
         }
         s->free_ -= nd;
         s->free_int &= s->need_int[c->k];
@@ -462,9 +464,9 @@ static int release(St *s, int k, int n) {
     int d = s->w_dim[s->seqw[s->seq_off[k]]];
     if (s->record && n == s->ref) {
         for (int c = 0; c < nc; c++) {
-            if (set3(s->rec_adm, k, n, c, PyFloat_FromDouble(s->now)) < 0) return -1;
+            if (set2(s->rec_adm, k, c, PyFloat_FromDouble(s->now)) < 0) return -1;
             Py_INCREF(Py_None);
-            if (set3(s->rec_after, k, n, c, Py_None) < 0) return -1;
+            if (set2(s->rec_after, k, c, Py_None) < 0) return -1;
         }
     }
     for (int c = 0; c < nc; c++) {
@@ -482,7 +484,7 @@ static int release(St *s, int k, int n) {
 static int compute_done(St *s) {
     int j = s->comp_j, n = s->comp_n;
     s->comp_j = -1;
-    if (s->record && n == s->ref && set2(s->rec_cend, j, n, PyFloat_FromDouble(s->now)) < 0) return -1;
+    if (s->record && n == s->ref && set1(s->rec_cend, j, PyFloat_FromDouble(s->now)) < 0) return -1;
     if (n >= s->tl_compute_from && s->compute_started < s->tl_end)
         if (tl_add(s, 1, j, 0, s->compute_started, s->now) < 0) return -1;
     s->jj += 1;
@@ -622,11 +624,11 @@ static int loop(St *s) {
                     if (s->record) {
                         int32_t *l = s->lod + 4 * d;
                         if (c->n == s->ref) {
-                            if (set4(s->rec_start, c->k, c->n, c->c, c->i, PyFloat_FromDouble(s->now)) < 0) return -1;
+                            if (set3(s->rec_start, c->k, c->c, c->i, PyFloat_FromDouble(s->now)) < 0) return -1;
                             PyObject *p;
                             if (l[0] < 0) { p = Py_None; Py_INCREF(p); }
-                            else p = Py_BuildValue("(iiii)", l[0], l[1], l[2], l[3]);
-                            if (set4(s->rec_pred, c->k, c->n, c->c, c->i, p) < 0) return -1;
+                            else p = Py_BuildValue("(iiii)", l[0], l[2], l[3], l[1] - s->ref);
+                            if (set3(s->rec_pred, c->k, c->c, c->i, p) < 0) return -1;
                         }
                         l[0] = c->k; l[1] = c->n; l[2] = c->c; l[3] = c->i;
                     }
@@ -735,7 +737,7 @@ static int loop(St *s) {
             Chunk *c = &s->ch[cid];
             int k = c->k, n = c->n;
             if (s->record && n == s->ref
-                && set4(s->rec_end, k, n, c->c, c->i, PyFloat_FromDouble(now)) < 0) return -1;
+                && set3(s->rec_end, k, c->c, c->i, PyFloat_FromDouble(now)) < 0) return -1;
             int64_t r = (int64_t)n * s->K + k;
             s->rel_sent[r] += s->w_wire[wid];
             if (n >= s->tl_comm_from && s->slot_start[d] < s->tl_end)

@@ -37,7 +37,7 @@ from ..platform.pools import (
 from ..problem.model import Problem
 from ..schedule.iteration import Order, build_iteration
 
-KERNEL_ABI = 1  # _kernel.c's ABI: the argument list _run_compiled passes
+KERNEL_ABI = 2  # _kernel.c's ABI: the argument list _run_compiled passes
 try:
     from . import _kernel  # the event loop compiled (setup.py builds it where a C compiler is found)
 except ImportError:  # pragma: no cover - the install had no compiler: the Python loop answers the same
@@ -143,6 +143,7 @@ class _Replay:
         self.record = record
         self.compiled = COMPILED
         self.windowed = False  # whether ``timeline`` is already clipped to the measured window (the C loop's)
+        self.rec_final = False  # whether ``rec`` is already the reference iteration's, in Realized's keys (the same)
         self.ref = iterations - 3  # the reference iteration: the first of the two measured
         self.it = build_iteration(problem.workload, problem.schedule.overlap)
         self.pools = Pools.of(problem.engine, problem.npu, design)
@@ -698,8 +699,9 @@ class _Replay:
         """``run``'s event loop in C (``_kernel.c``, the same loop statement for statement), on the tables
         ``run`` built. The rates of a sequence of active chunk-phases are still computed here, by
         ``pools.phase_rates``, the first time the kernel meets the sequence. What it leaves differs from the
-        Python loop's only where nothing reads it: ``rec`` holds the reference iteration alone (all
-        ``_realized`` reads) and ``timeline`` is already clipped to the measured window (``windowed``)."""
+        Python loop's only where nothing reads it: ``rec`` holds the reference iteration alone, keyed as
+        ``Realized`` keys it (``rec_final``), and ``timeline`` is already clipped to the measured window
+        (``windowed``)."""
         p, pools, npu = self.p, self.pools, self.p.npu
         lim = [False, False]
 
@@ -744,8 +746,9 @@ class _Replay:
         self.limited = {"memory": lim[0], "reduction": lim[1], "sram": lim_sram}
         self.sram_peak, self.hbm_peak = int(sram_peak) if peak_int else sram_peak, hbm_peak
         self.sent = dict(sent)
-        if rec is not None:
+        if rec is not None:  # already the reference iteration's, keyed as Realized keys it
             self.rec = dict(zip(("start", "end", "pred", "admitted", "after", "cstart", "cend"), rec))
+            self.rec_final = True
         return self._result()
 
     def _result(self) -> SimResult:
@@ -794,6 +797,10 @@ class _Replay:
 
     def _realized(self) -> Realized:
         ref, rec = self.ref, self.rec
+        J = len(self.it.computes)
+        if self.rec_final:
+            return Realized(ref, rec["start"], rec["end"], rec["pred"], rec["admitted"], rec["after"],
+                            [rec["cstart"][j] for j in range(J)], [rec["cend"][j] for j in range(J)])
 
         def mine(d: dict) -> dict:
             return {(k, c, i): v for (k, n, c, i), v in d.items() if n == ref}
@@ -806,7 +813,6 @@ class _Replay:
         for (k, n, c), p in rec["after"].items():
             if n == ref:
                 after[(k, c)] = None if p is None else (p[0], p[2], p[1] - ref)
-        J = len(self.it.computes)
         return Realized(ref, mine(rec["start"]), mine(rec["end"]), pred,
                         {(k, c): v for (k, n, c), v in rec["admitted"].items() if n == ref}, after,
                         [rec["cstart"][(j, ref)] for j in range(J)], [rec["cend"][(j, ref)] for j in range(J)])
