@@ -33,83 +33,52 @@
 #define ABI 2
 
 /* ------------------------------------------------------------------ growable heaps */
-typedef struct { int64_t prio; int64_t arr; int32_t chunk; } QItem;
-typedef struct { QItem *a; Py_ssize_t n, cap; } QHeap;
+/* A binary min-heap of TYPE ordered by LESS: NAME##_push and NAME##_pop (of the top, a[0]). */
+#define DEFINE_HEAP(NAME, TYPE, LESS)                                                              \
+    typedef struct { TYPE *a; Py_ssize_t n, cap; } NAME;                                           \
+    static int NAME##_push(NAME *h, TYPE it) {                                                      \
+        if (h->n == h->cap) {                                                                       \
+            Py_ssize_t cap = h->cap ? 2 * h->cap : 16;                                              \
+            TYPE *a = realloc(h->a, (size_t)cap * sizeof(TYPE));                                    \
+            if (!a) { PyErr_NoMemory(); return -1; }                                                \
+            h->a = a; h->cap = cap;                                                                 \
+        }                                                                                           \
+        Py_ssize_t i = h->n++;                                                                      \
+        while (i > 0) {                                                                             \
+            Py_ssize_t p = (i - 1) >> 1;                                                            \
+            if (!LESS(&it, &h->a[p])) break;                                                        \
+            h->a[i] = h->a[p];                                                                      \
+            i = p;                                                                                  \
+        }                                                                                           \
+        h->a[i] = it;                                                                               \
+        return 0;                                                                                   \
+    }                                                                                               \
+    static void NAME##_pop(NAME *h) {                                                               \
+        TYPE last = h->a[--h->n];                                                                   \
+        Py_ssize_t n = h->n, i = 0;                                                                 \
+        if (!n) return;                                                                             \
+        for (;;) {                                                                                  \
+            Py_ssize_t c = 2 * i + 1;                                                               \
+            if (c >= n) break;                                                                      \
+            if (c + 1 < n && LESS(&h->a[c + 1], &h->a[c])) c++;                                     \
+            if (!LESS(&h->a[c], &last)) break;                                                      \
+            h->a[i] = h->a[c];                                                                      \
+            i = c;                                                                                  \
+        }                                                                                           \
+        h->a[i] = last;                                                                             \
+    }
 
+/* a queue's chunk: served by least priority, then earliest arrival */
+typedef struct { int64_t prio; int64_t arr; int32_t chunk; } QItem;
 static inline int q_less(const QItem *x, const QItem *y) {
     return x->prio < y->prio || (x->prio == y->prio && x->arr < y->arr);
 }
+DEFINE_HEAP(QHeap, QItem, q_less)
 
-static int q_push(QHeap *h, QItem it) {
-    if (h->n == h->cap) {
-        Py_ssize_t cap = h->cap ? 2 * h->cap : 16;
-        QItem *a = realloc(h->a, (size_t)cap * sizeof(QItem));
-        if (!a) { PyErr_NoMemory(); return -1; }
-        h->a = a; h->cap = cap;
-    }
-    Py_ssize_t i = h->n++;
-    while (i > 0) {
-        Py_ssize_t p = (i - 1) >> 1;
-        if (!q_less(&it, &h->a[p])) break;
-        h->a[i] = h->a[p];
-        i = p;
-    }
-    h->a[i] = it;
-    return 0;
-}
-
-static void q_pop(QHeap *h) {
-    QItem last = h->a[--h->n];
-    Py_ssize_t n = h->n, i = 0;
-    if (!n) return;
-    for (;;) {
-        Py_ssize_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && q_less(&h->a[c + 1], &h->a[c])) c++;
-        if (!q_less(&h->a[c], &last)) break;
-        h->a[i] = h->a[c];
-        i = c;
-    }
-    h->a[i] = last;
-}
-
+/* a wake-up after a collective's update delay: by time, then sequence */
 typedef struct { double t; int64_t s; } Wake;
-typedef struct { Wake *a; Py_ssize_t n, cap; } WHeap;
-
 static inline int w_less(const Wake *x, const Wake *y) { return x->t < y->t || (x->t == y->t && x->s < y->s); }
-
-static int w_push(WHeap *h, Wake it) {
-    if (h->n == h->cap) {
-        Py_ssize_t cap = h->cap ? 2 * h->cap : 16;
-        Wake *a = realloc(h->a, (size_t)cap * sizeof(Wake));
-        if (!a) { PyErr_NoMemory(); return -1; }
-        h->a = a; h->cap = cap;
-    }
-    Py_ssize_t i = h->n++;
-    while (i > 0) {
-        Py_ssize_t p = (i - 1) >> 1;
-        if (!w_less(&it, &h->a[p])) break;
-        h->a[i] = h->a[p];
-        i = p;
-    }
-    h->a[i] = it;
-    return 0;
-}
-
-static void w_pop(WHeap *h) {
-    Wake last = h->a[--h->n];
-    Py_ssize_t n = h->n, i = 0;
-    if (!n) return;
-    for (;;) {
-        Py_ssize_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && w_less(&h->a[c + 1], &h->a[c])) c++;
-        if (!w_less(&h->a[c], &last)) break;
-        h->a[i] = h->a[c];
-        i = c;
-    }
-    h->a[i] = last;
-}
+DEFINE_HEAP(WHeap, Wake, w_less)
 
 /* ------------------------------------------------------------------ open-addressing map, uint64 -> int */
 typedef struct { uint64_t *key; int32_t *val; size_t cap, n; } Map;
@@ -230,77 +199,34 @@ typedef struct {
 } St;
 
 /* ------------------------------------------------------------------ reading the inputs */
-static int *int_array(PyObject *seq, Py_ssize_t *len) {
-    PyObject *f = PySequence_Fast(seq, "expected a sequence of ints");
-    if (!f) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
-    int *a = malloc((size_t)(n ? n : 1) * sizeof(int));
-    if (!a) { Py_DECREF(f); PyErr_NoMemory(); return NULL; }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(f, i));
-        if (v == -1 && PyErr_Occurred()) { free(a); Py_DECREF(f); return NULL; }
-        a[i] = (int)v;
+/* NAME(seq, &len): a malloc'd copy of a sequence of Python numbers as TYPE, read by CONVERT (which returns
+ * SRC, -1 with an exception set on failure); NULL with the exception on failure. */
+#define DEFINE_READER(NAME, TYPE, SRC, CONVERT)                                                    \
+    static TYPE *NAME(PyObject *seq, Py_ssize_t *len) {                                             \
+        PyObject *f = PySequence_Fast(seq, "expected a sequence of numbers");                      \
+        if (!f) return NULL;                                                                        \
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(f);                                                 \
+        TYPE *a = malloc((size_t)(n ? n : 1) * sizeof(TYPE));                                       \
+        if (!a) { Py_DECREF(f); PyErr_NoMemory(); return NULL; }                                    \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                        \
+            SRC v = CONVERT(PySequence_Fast_GET_ITEM(f, i));                                        \
+            if (v == (SRC)-1 && PyErr_Occurred()) { free(a); Py_DECREF(f); return NULL; }           \
+            a[i] = (TYPE)v;                                                                         \
+        }                                                                                           \
+        Py_DECREF(f);                                                                               \
+        if (len) *len = n;                                                                          \
+        return a;                                                                                   \
     }
-    Py_DECREF(f);
-    if (len) *len = n;
-    return a;
-}
-
-static int64_t *i64_array(PyObject *seq) {
-    PyObject *f = PySequence_Fast(seq, "expected a sequence of ints");
-    if (!f) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
-    int64_t *a = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
-    if (!a) { Py_DECREF(f); PyErr_NoMemory(); return NULL; }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, i));
-        if (v == -1 && PyErr_Occurred()) { free(a); Py_DECREF(f); return NULL; }
-        a[i] = (int64_t)v;
-    }
-    Py_DECREF(f);
-    return a;
-}
-
-static double *dbl_array(PyObject *seq) {
-    PyObject *f = PySequence_Fast(seq, "expected a sequence of floats");
-    if (!f) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
-    double *a = malloc((size_t)(n ? n : 1) * sizeof(double));
-    if (!a) { Py_DECREF(f); PyErr_NoMemory(); return NULL; }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        double v = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(f, i));
-        if (v == -1.0 && PyErr_Occurred()) { free(a); Py_DECREF(f); return NULL; }
-        a[i] = v;
-    }
-    Py_DECREF(f);
-    return a;
-}
+DEFINE_READER(int_array, int, long, PyLong_AsLong)
+DEFINE_READER(i64_array, int64_t, long long, PyLong_AsLongLong)
+DEFINE_READER(dbl_array, double, double, PyFloat_AsDouble)
 
 /* ------------------------------------------------------------------ recording helpers */
-static int set1(PyObject *d, int a, PyObject *v) {
-    if (!v) return -1;
-    PyObject *key = PyLong_FromLong(a);
-    if (!key) { Py_DECREF(v); return -1; }
-    int r = PyDict_SetItem(d, key, v);
-    Py_DECREF(key); Py_DECREF(v);
-    return r;
-}
-
-static int set3(PyObject *d, int a, int b, int c, PyObject *v) {
-    if (!v) return -1;
-    PyObject *key = Py_BuildValue("(iii)", a, b, c);
-    if (!key) { Py_DECREF(v); return -1; }
-    int r = PyDict_SetItem(d, key, v);
-    Py_DECREF(key); Py_DECREF(v);
-    return r;
-}
-
-static int set2(PyObject *d, int a, int b, PyObject *v) {
-    if (!v) return -1;
-    PyObject *key = Py_BuildValue("(ii)", a, b);
-    if (!key) { Py_DECREF(v); return -1; }
-    int r = PyDict_SetItem(d, key, v);
-    Py_DECREF(key); Py_DECREF(v);
+/* d[key] = v, taking both references; either may be NULL (a failed build, whose exception stands) */
+static int put(PyObject *d, PyObject *key, PyObject *v) {
+    int r = key && v ? PyDict_SetItem(d, key, v) : -1;
+    Py_XDECREF(key);
+    Py_XDECREF(v);
     return r;
 }
 
@@ -380,7 +306,8 @@ static int try_compute(St *s) {
     }
     s->comp_j = j; s->comp_n = n; s->comp_rem = 1.0; s->comp_rate = 0.0; s->comp_tc = s->task_cls[j];
     s->compute_started = s->now;
-    if (s->record && n == s->ref && set1(s->rec_cstart, j, PyFloat_FromDouble(s->now)) < 0) return -1;
+    if (s->record && n == s->ref && put(s->rec_cstart, PyLong_FromLong(j), PyFloat_FromDouble(s->now)) < 0)
+        return -1;
     s->a_nominal += s->nominal[j];
     return 0;
 }
@@ -393,14 +320,14 @@ static int collective_done(St *s, int k, int n) {
     if (s->delay[k] > 0) {
         s->seq += 1;
         Wake w = {t, s->seq};
-        return w_push(&s->wakes, w);
+        return WHeap_push(&s->wakes, w);
     }
     return try_compute(s);
 }
 
 static int enqueue(St *s, int32_t cid, int d) {
     QItem it = {s->ch[cid].prio, s->arrival++, cid};
-    if (q_push(&s->q[d], it) < 0) return -1;
+    if (QHeap_push(&s->q[d], it) < 0) return -1;
     if (s->slot_w[d] < 0 && !s->poke[d]) { s->poke[d] = 1; s->npoke++; }
     return 0;
 }
@@ -414,14 +341,14 @@ static int admit(St *s) {
             s->lim_sram = 1;
             return 0;
         }
-        q_pop(&s->sq);
+        QHeap_pop(&s->sq);
         s->nsq -= 1;
         if (s->record && c->n == s->ref) {
-            if (set2(s->rec_adm, c->k, c->c, PyFloat_FromDouble(s->now)) < 0) return -1;
+            if (put(s->rec_adm, Py_BuildValue("(ii)", c->k, c->c), PyFloat_FromDouble(s->now)) < 0) return -1;
             PyObject *after;
             if (s->leaving_k < 0) { after = Py_None; Py_INCREF(after); }
             else after = Py_BuildValue("(iii)", s->leaving_k, s->leaving_c, s->leaving_n - s->ref);
-            if (set2(s->rec_after, c->k, c->c, after) < 0) return -1;
+            if (put(s->rec_after, Py_BuildValue("(ii)", c->k, c->c), after) < 0) return -1;
         }
         s->free_ -= nd;
         s->free_int &= s->need_int[c->k];
@@ -449,33 +376,26 @@ static int release(St *s, int k, int n) {
     s->rel_left[r] = s->nchunks[k];
     s->rel_sent[r] = 0.0;
     int nc = s->nchunks[k];
-    if (s->sram_finite) {
-        for (int c = 0; c < nc; c++) {
-            int32_t id = chunk_new(s);
-            if (id < 0) return -1;
-            Chunk ch = {k, n, c, 0, prio};
-            s->ch[id] = ch;
-            QItem it = {prio, s->arrival++, id};
-            if (q_push(&s->sq, it) < 0) return -1;
-        }
-        s->nsq += nc;
-        return admit(s);
-    }
     int d = s->w_dim[s->seqw[s->seq_off[k]]];
-    if (s->record && n == s->ref) {
-        for (int c = 0; c < nc; c++) {
-            if (set2(s->rec_adm, k, c, PyFloat_FromDouble(s->now)) < 0) return -1;
-            Py_INCREF(Py_None);
-            if (set2(s->rec_after, k, c, Py_None) < 0) return -1;
-        }
-    }
+    QHeap *into = s->sram_finite ? &s->sq : &s->q[d];  /* with an SRAM, its queue admits them to d's */
     for (int c = 0; c < nc; c++) {
         int32_t id = chunk_new(s);
         if (id < 0) return -1;
         Chunk ch = {k, n, c, 0, prio};
         s->ch[id] = ch;
         QItem it = {prio, s->arrival++, id};
-        if (q_push(&s->q[d], it) < 0) return -1;
+        if (QHeap_push(into, it) < 0) return -1;
+    }
+    if (s->sram_finite) {
+        s->nsq += nc;
+        return admit(s);
+    }
+    if (s->record && n == s->ref) {
+        for (int c = 0; c < nc; c++) {
+            if (put(s->rec_adm, Py_BuildValue("(ii)", k, c), PyFloat_FromDouble(s->now)) < 0) return -1;
+            Py_INCREF(Py_None);
+            if (put(s->rec_after, Py_BuildValue("(ii)", k, c), Py_None) < 0) return -1;
+        }
     }
     if (s->slot_w[d] < 0 && !s->poke[d]) { s->poke[d] = 1; s->npoke++; }
     return 0;
@@ -484,7 +404,8 @@ static int release(St *s, int k, int n) {
 static int compute_done(St *s) {
     int j = s->comp_j, n = s->comp_n;
     s->comp_j = -1;
-    if (s->record && n == s->ref && set1(s->rec_cend, j, PyFloat_FromDouble(s->now)) < 0) return -1;
+    if (s->record && n == s->ref && put(s->rec_cend, PyLong_FromLong(j), PyFloat_FromDouble(s->now)) < 0)
+        return -1;
     if (n >= s->tl_compute_from && s->compute_started < s->tl_end)
         if (tl_add(s, 1, j, 0, s->compute_started, s->now) < 0) return -1;
     s->jj += 1;
@@ -611,7 +532,7 @@ static int loop(St *s) {
                 QHeap *qh = &s->q[d];
                 if (qh->n && s->slot_w[d] < 0) {
                     int32_t cid = qh->a[0].chunk;
-                    q_pop(qh);
+                    QHeap_pop(qh);
                     Chunk *c = &s->ch[cid];
                     int wid = s->seqw[s->seq_off[c->k] + c->i];
                     s->slot_w[d] = wid;
@@ -624,11 +545,13 @@ static int loop(St *s) {
                     if (s->record) {
                         int32_t *l = s->lod + 4 * d;
                         if (c->n == s->ref) {
-                            if (set3(s->rec_start, c->k, c->c, c->i, PyFloat_FromDouble(s->now)) < 0) return -1;
+                            if (put(s->rec_start, Py_BuildValue("(iii)", c->k, c->c, c->i),
+                                    PyFloat_FromDouble(s->now)) < 0)
+                                return -1;
                             PyObject *p;
                             if (l[0] < 0) { p = Py_None; Py_INCREF(p); }
                             else p = Py_BuildValue("(iiii)", l[0], l[2], l[3], l[1] - s->ref);
-                            if (set3(s->rec_pred, c->k, c->c, c->i, p) < 0) return -1;
+                            if (put(s->rec_pred, Py_BuildValue("(iii)", c->k, c->c, c->i), p) < 0) return -1;
                         }
                         l[0] = c->k; l[1] = c->n; l[2] = c->c; l[3] = c->i;
                     }
@@ -681,7 +604,7 @@ static int loop(St *s) {
         if (s->wakes.n) {
             Wake w0 = s->wakes.a[0];
             if (w0.t < s->tick_t || (w0.t == s->tick_t && w0.s < s->tick_s)) {
-                w_pop(&s->wakes);
+                WHeap_pop(&s->wakes);
                 s->now = w0.t;
                 double dt = s->now - s->last;
                 if (dt > 0) {
@@ -737,7 +660,7 @@ static int loop(St *s) {
             Chunk *c = &s->ch[cid];
             int k = c->k, n = c->n;
             if (s->record && n == s->ref
-                && set3(s->rec_end, k, c->c, c->i, PyFloat_FromDouble(now)) < 0) return -1;
+                && put(s->rec_end, Py_BuildValue("(iii)", k, c->c, c->i), PyFloat_FromDouble(now)) < 0) return -1;
             int64_t r = (int64_t)n * s->K + k;
             s->rel_sent[r] += s->w_wire[wid];
             if (n >= s->tl_comm_from && s->slot_start[d] < s->tl_end)
@@ -833,7 +756,8 @@ static PyObject *window(St *s, PyObject *dim_row, PyObject *comm_name, PyObject 
         double a = (t_a > r->s ? t_a : r->s) - t_a, b = (t_end < r->e ? t_end : r->e) - t_a;
         PyObject *row;
         if (r->kind == 0) {
-            row = Py_BuildValue("(OOOdd)", PyList_GET_ITEM(dim_row, r->a), PyList_GET_ITEM(comm_name, r->b), comm, a, b);
+            row = Py_BuildValue("(OOOdd)", PyList_GET_ITEM(dim_row, r->a), PyList_GET_ITEM(comm_name, r->b), comm, a,
+                                b);
         } else {
             PyObject *nk = PyList_GET_ITEM(cnames, r->a);
             row = Py_BuildValue("(sOOdd)", "compute", PyTuple_GET_ITEM(nk, 0), PyTuple_GET_ITEM(nk, 1), a, b);
@@ -873,18 +797,21 @@ static PyObject *replay_run(PyObject *self, PyObject *args) {
                           &o_need_int, &PyList_Type, &dim_row, &PyList_Type, &comm_name, &PyList_Type, &cnames,
                           &s->entry_cb, &s->comp_cb))
         return NULL;
-    if (s->D > 64) { PyErr_SetString(PyExc_ValueError, "the compiled replay takes at most 64 dimensions"); return NULL; }
+    if (s->D > 64) {
+        PyErr_SetString(PyExc_ValueError, "the compiled replay takes at most 64 dimensions");
+        return NULL;
+    }
     s->BIG = (int64_t)big;
     Py_ssize_t J, nk;
     int *urgent = NULL;
     if (flat(o_seqw, &s->seq_off, &s->seqw, NULL) < 0) goto done;
     if (!(s->w_dim = int_array(o_wdim, NULL)) || !(s->w_cls = int_array(o_wcls, NULL))) goto done;
-    if (!(s->w_wire = dbl_array(o_wwire)) || !(s->w_inv_alone = dbl_array(o_winv))) goto done;
-    if (!(s->nchunks = int_array(o_nchunks, &nk)) || !(s->delay = dbl_array(o_delay))) goto done;
-    if (!(urgent = int_array(o_urgent, NULL)) || !(s->need = dbl_array(o_need))) goto done;
+    if (!(s->w_wire = dbl_array(o_wwire, NULL)) || !(s->w_inv_alone = dbl_array(o_winv, NULL))) goto done;
+    if (!(s->nchunks = int_array(o_nchunks, &nk)) || !(s->delay = dbl_array(o_delay, NULL))) goto done;
+    if (!(urgent = int_array(o_urgent, NULL)) || !(s->need = dbl_array(o_need, NULL))) goto done;
     if (!(need_int = int_array(o_need_int, NULL))) goto done;
-    if (!(s->opos = i64_array(o_opos)) || !(s->ooff = i64_array(o_ooff))) goto done;
-    if (!(s->task_cls = int_array(o_tcls, &J)) || !(s->nominal = dbl_array(o_nominal))) goto done;
+    if (!(s->opos = i64_array(o_opos, NULL)) || !(s->ooff = i64_array(o_ooff, NULL))) goto done;
+    if (!(s->task_cls = int_array(o_tcls, &J)) || !(s->nominal = dbl_array(o_nominal, NULL))) goto done;
     if (flat(o_waits, &s->wait_off, &s->wait_k, &s->wait_back) < 0) goto done;
     if (flat(o_rels, &s->rel_off, &s->rel_k, NULL) < 0) goto done;
     s->J = (int)J;

@@ -108,6 +108,21 @@ def _compute_hbm_rate(task, npu, rate: float) -> float:
     return (task.hbm_bytes or 0.0) * rate
 
 
+def _active_rates(ws: list[PhaseWork], pools: Pools) -> tuple[tuple[float, ...], float, float, bool, bool]:
+    """For a sequence of active chunk-phases (in start order): their rates (``pools.phase_rates``), the
+    memory and reduction traffic they draw at those rates (bytes/s, summed in that order, as the reference
+    summed them), and whether the memory pool and the reduction pool are oversubscribed."""
+    rates = phase_rates(ws, pools)
+    mem_over, red_over = oversubscribed(ws, pools) if ws else (False, False)
+    mem = 0.0
+    red = 0.0
+    for w, r in zip(ws, rates):
+        mem += w.memory_bytes * r
+    for w, r in zip(ws, rates):
+        red += w.reduce_bytes * r
+    return tuple(rates), mem, red, mem_over, red_over
+
+
 class _Replay:
     """One replay. The set-up turns the problem into flat tables (per collective its phases as work ids,
     per work its dimension, wire bytes and alone time); ``run`` is the event loop, one function whose
@@ -464,19 +479,10 @@ class _Replay:
         def entry(key: tuple[int, ...]) -> tuple:
             """The rates of an active sequence, computed as the reference's _recompute did."""
             nonlocal lim_mem, lim_red
-            ws = [cls_rep[c] for c in key]
-            rates = phase_rates(ws, pools)
-            if ws:
-                mem_over, red_over = oversubscribed(ws, pools)
-                lim_mem |= mem_over
-                lim_red |= red_over
-            mem = 0.0
-            red = 0.0
-            for w, r in zip(ws, rates):
-                mem += w.memory_bytes * r
-            for w, r in zip(ws, rates):
-                red += w.reduce_bytes * r
-            e = memo[key] = (tuple(rates), mem, red, {}, all(r > 0 for r in rates))
+            rates, mem, red, mem_over, red_over = _active_rates([cls_rep[c] for c in key], pools)
+            lim_mem |= mem_over
+            lim_red |= red_over
+            e = memo[key] = (rates, mem, red, {}, all(r > 0 for r in rates))
             return e
 
         def comp_entry(e: tuple, tc: int) -> tuple[float, float]:
@@ -706,19 +712,10 @@ class _Replay:
         lim = [False, False]
 
         def entry(key: tuple[int, ...]) -> tuple:
-            ws = [cls_rep[c] for c in key]
-            rates = phase_rates(ws, pools)
-            if ws:
-                mem_over, red_over = oversubscribed(ws, pools)
-                lim[0] |= mem_over
-                lim[1] |= red_over
-            mem = 0.0
-            red = 0.0
-            for w, r in zip(ws, rates):
-                mem += w.memory_bytes * r
-            for w, r in zip(ws, rates):
-                red += w.reduce_bytes * r
-            return tuple(rates), mem, red, all(r > 0 for r in rates)
+            rates, mem, red, mem_over, red_over = _active_rates([cls_rep[c] for c in key], pools)
+            lim[0] |= mem_over
+            lim[1] |= red_over
+            return rates, mem, red, all(r > 0 for r in rates)
 
         def comp_entry(active: bool, mem: float, tc: int) -> tuple[float, float]:
             task = tc_task[tc]
