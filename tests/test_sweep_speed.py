@@ -138,7 +138,38 @@ def test_batches_keep_families_whole_unless_too_few_to_share_out():
     assert sorted(t.key for b in out for t in b.tasks) == sorted(t.key for t in tasks)
     assert [len(b.tasks) for b in batches(tasks, lambda t: 0, workers=2)] == [3, 3, 3, 3]
     uneven = {f"k{i}": 0 if i < 9 else i for i in range(12)}  # one family of 9, three of 1: largest first
-    assert [len(b.tasks) for b in batches(tasks, lambda t: uneven[t.key], workers=2)] == [9, 1, 1, 1]
+    assert [len(b.tasks) for b in batches(tasks, lambda t: uneven[t.key], workers=1)] == [9, 1, 1, 1]
+    # whole, one worker would get 9 points and the other 3: the 9 go out in two parts instead (6 and 6)
+    assert [len(b.tasks) for b in batches(tasks, lambda t: uneven[t.key], workers=2)] == [5, 4, 1, 1, 1]
+    fives = [PointTask(f"k{i}", None) for i in range(50)]  # five families of ten (ResNet-50's sweep)
+    out = batches(fives, lambda t: int(t.key[1:]) // 10, workers=2)
+    assert [len(b.tasks) for b in out] == [5] * 10  # whole, 30 points against 20
+    tens = batches(fives, lambda t: int(t.key[1:]) // 5, workers=2)  # ten families of five: 25 points each
+    assert [len(b.tasks) for b in tens] == [5] * 10 and all(len({int(t.key[1:]) // 5 for t in b.tasks}) == 1
+                                                           for b in tens)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 12), min_size=1, max_size=12), st.integers(1, 6))
+def test_batches_are_whole_families_or_their_equal_parts_and_share_out_evenly(sizes, workers):
+    """Every point in one batch, every batch of one family; a family cut only into equal parts (within one
+    point), and only where keeping them whole left some worker over 10% above an even share."""
+    from codesign.explore.points import _most_points
+    family = {}
+    for f, n in enumerate(sizes):
+        family.update({f"f{f}p{i}": f for i in range(n)})
+    tasks = [PointTask(k, None) for k in family]
+    out = batches(tasks, lambda t: family[t.key], workers)
+    assert sorted(t.key for b in out for t in b.tasks) == sorted(family)
+    assert all(len({family[t.key] for t in b.tasks}) == 1 for b in out)
+    assert [len(b.tasks) for b in out] == sorted((len(b.tasks) for b in out), reverse=True)
+    cut = {}
+    for b in out:
+        cut.setdefault(family[b.tasks[0].key], []).append(len(b.tasks))
+    assert all(max(v) - min(v) <= 1 for v in cut.values())
+    whole = batches(tasks, lambda t: family[t.key], workers, per_worker=0, balance=float("inf"))
+    if len(out) > len(whole) and len(sizes) >= 2 * workers:
+        assert _most_points(whole, workers) > 1.1 * len(tasks) / workers
 
 
 # ------------------------------------------------------------------ the progress bar

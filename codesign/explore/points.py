@@ -4,6 +4,7 @@ imports the other at module level.
 """
 from __future__ import annotations
 
+import heapq
 import os
 import socket
 import threading
@@ -119,22 +120,41 @@ def run_batch(batch: BatchTask) -> dict[str, Any]:
 
 
 def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], workers: int,
-            per_worker: int = 2) -> list[BatchTask]:
+            per_worker: int = 2, balance: float = 1.1) -> list[BatchTask]:
     """The tasks in batches of one family each (``family_of(task)``: a hashable guess, checked by the worker),
-    largest first. A family is one batch when there are at least ``per_worker`` families per worker: a family
-    split between workers replays its designs and compiles its masters in each, which costs more than an
-    uneven share. With fewer families, each is split into enough batches for that many per worker."""
+    largest first. A family split between workers replays its designs and compiles its masters in each, so
+    families stay whole where that shares the points out well enough: with at least ``per_worker`` families
+    per worker, and no worker left with more than ``balance`` times an even share of the points when the
+    batches go out largest first, each to the worker with the fewest points so far (five families of ten on
+    two workers would give one worker thirty points and the other twenty). Otherwise each family is cut
+    into the fewest equal parts that do."""
     groups: dict[Any, list[PointTask]] = {}
     for t in tasks:
         groups.setdefault(family_of(t), []).append(t)
-    parts = max(1, -(-per_worker * max(1, workers) // max(1, len(groups))))
-    out = []
-    for group in groups.values():
-        size = max(1, -(-len(group) // parts))
-        for i in range(0, len(group), size):
-            chunk = tuple(group[i:i + size])
-            out.append(BatchTask(chunk[0].key, chunk))
-    return sorted(out, key=lambda b: -len(b.tasks))  # stable: plan order among equals
+    w = max(1, workers)
+    parts = max(1, -(-per_worker * w // max(1, len(groups))))
+    largest = max((len(g) for g in groups.values()), default=1)
+    while True:
+        out = []
+        for group in groups.values():
+            k = min(parts, len(group))
+            at = 0
+            for i in range(k):  # k parts in plan order, their sizes within one point of each other
+                chunk = tuple(group[at:at + len(group) // k + (i < len(group) % k)])
+                at += len(chunk)
+                out.append(BatchTask(chunk[0].key, chunk))
+        out.sort(key=lambda b: -len(b.tasks))  # stable: plan order among equals
+        if parts >= largest or _most_points(out, w) <= balance * len(tasks) / w:
+            return out
+        parts += 1
+
+
+def _most_points(work: list[BatchTask], workers: int) -> int:
+    """The most points a worker gets when ``work`` goes out in order, each batch to the least loaded."""
+    loads = [0] * workers
+    for b in work:
+        heapq.heapreplace(loads, loads[0] + len(b.tasks))
+    return max(loads)
 
 
 def error_row(message: str) -> dict[str, Any]:
