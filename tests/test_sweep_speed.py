@@ -144,6 +144,12 @@ def test_batches_keep_families_whole_unless_too_few_to_share_out():
     fives = [PointTask(f"k{i}", None) for i in range(50)]  # five families of ten (ResNet-50's sweep)
     out = batches(fives, lambda t: int(t.key[1:]) // 10, workers=2)
     assert [len(b.tasks) for b in out] == [5] * 10  # whole, 30 points against 20
+    odd = {f"k{i}": min(i // 3, 7) for i in range(25)}  # seven families of 3 and one of 4 on 4 workers:
+    seven = batches([PointTask(k, None) for k in odd], lambda t: odd[t.key], workers=4)  # 7 at most, the least
+    assert [len(b.tasks) for b in seven] == [4] + [3] * 7
+    big = {f"k{i}": min(i // 3, 7) for i in range(4021)}  # seven of 3 and one of 4000: only the large one is cut
+    cut = batches([PointTask(k, None) for k in big], lambda t: big[t.key], workers=4)
+    assert sorted(len(b.tasks) for b in cut)[:7] == [3] * 7 and len(cut) > 8
     tens = batches(fives, lambda t: int(t.key[1:]) // 5, workers=2)  # ten families of five: 25 points each
     assert [len(b.tasks) for b in tens] == [5] * 10 and all(len({int(t.key[1:]) // 5 for t in b.tasks}) == 1
                                                            for b in tens)
@@ -167,9 +173,11 @@ def test_batches_are_whole_families_or_their_equal_parts_and_share_out_evenly(si
     for b in out:
         cut.setdefault(family[b.tasks[0].key], []).append(len(b.tasks))
     assert all(max(v) - min(v) <= 1 for v in cut.values())
+    target = max(1.1 * len(tasks) / workers, -(-len(tasks) // workers))
+    assert _most_points(out, workers) <= target
     whole = batches(tasks, lambda t: family[t.key], workers, per_worker=0, balance=float("inf"))
     if len(out) > len(whole) and len(sizes) >= 2 * workers:
-        assert _most_points(whole, workers) > 1.1 * len(tasks) / workers
+        assert _most_points(whole, workers) > target
 
 
 # ------------------------------------------------------------------ the progress bar

@@ -123,30 +123,37 @@ def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], worke
             per_worker: int = 2, balance: float = 1.1) -> list[BatchTask]:
     """The tasks in batches of one family each (``family_of(task)``: a hashable guess, checked by the worker),
     largest first. A family split between workers replays its designs and compiles its masters in each, so
-    families stay whole where that shares the points out well enough: with at least ``per_worker`` families
-    per worker, and no worker left with more than ``balance`` times an even share of the points when the
-    batches go out largest first, each to the worker with the fewest points so far (five families of ten on
-    two workers would give one worker thirty points and the other twenty). Otherwise each family is cut
-    into the fewest equal parts that do."""
+    families stay whole where that shares the points out well enough. With fewer than ``per_worker``
+    families per worker, every family is cut into that many parts per worker (so that every worker has
+    work). Then, if the batches, going out largest first each to the worker with the fewest points so far,
+    would leave some worker more than ``balance`` times an even share (or more than one point over it, the
+    least possible), the largest families are cut too: into near-equal parts of at most a size that steps
+    down until the share is met (five families of ten on two workers would give one worker thirty points
+    and the other twenty: cut in halves, each gets twenty-five). Smaller families stay whole."""
     groups: dict[Any, list[PointTask]] = {}
     for t in tasks:
         groups.setdefault(family_of(t), []).append(t)
     w = max(1, workers)
     parts = max(1, -(-per_worker * w // max(1, len(groups))))
-    largest = max((len(g) for g in groups.values()), default=1)
-    while True:
+    target = max(balance * len(tasks) / w, -(-len(tasks) // w))
+
+    def cut(cap: int) -> list[BatchTask]:
         out = []
         for group in groups.values():
-            k = min(parts, len(group))
+            k = min(len(group), max(parts, -(-len(group) // cap)))
             at = 0
             for i in range(k):  # k parts in plan order, their sizes within one point of each other
                 chunk = tuple(group[at:at + len(group) // k + (i < len(group) % k)])
                 at += len(chunk)
                 out.append(BatchTask(chunk[0].key, chunk))
-        out.sort(key=lambda b: -len(b.tasks))  # stable: plan order among equals
-        if parts >= largest or _most_points(out, w) <= balance * len(tasks) / w:
+        return sorted(out, key=lambda b: -len(b.tasks))  # stable: plan order among equals
+
+    cap = max((len(g) for g in groups.values()), default=1)
+    while True:
+        out = cut(cap)  # at cap 1 every point is a batch, which meets the target
+        if cap == 1 or _most_points(out, w) <= target:
             return out
-        parts += 1
+        cap = max(1, cap - max(1, cap // 8))
 
 
 def _most_points(work: list[BatchTask], workers: int) -> int:

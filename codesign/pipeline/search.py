@@ -19,6 +19,7 @@ is always the best period the simulator reached there.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -139,7 +140,10 @@ class Search:
         if extra is not None:
             extra(master.model, self.md.problem)
         for v in self.visits:
-            master.add_evaluation(v.evaluation)
+            # an optimize evaluation's bound holds at its own design only: its plateau shares the orders it
+            # tried, not its bound over every order
+            ev = v.evaluation if self.exact else dataclasses.replace(v.evaluation, plateau=frozenset())
+            master.add_evaluation(ev)
         return master
 
     def run(self, master: Master) -> SearchResult:
@@ -207,6 +211,7 @@ class Search:
         for v in self.visits:
             master.exclude(v.choice)
         remaining = None   # the master's bound over the designs not evaluated (None: none left)
+        unbounded = False  # the last solve left designs it gave no bound for (out of time before one)
         # lower bounds of the designs a plateau cut took out without evaluating them: the master's bound when
         # they were all still in it
         unevaluated: list[float] = []
@@ -218,13 +223,16 @@ class Search:
                 break
             if self.visits and not master.sized:  # the one design there is has been evaluated
                 remaining = None
+                unbounded = False
                 break
             stats = master.solve(solver, left if self.visits else 0.9 * left)
             solves += 1
             if stats.status == "infeasible":
                 remaining = None
+                unbounded = False
                 break
             remaining = stats.bound
+            unbounded = remaining is None
             if not stats.has_solution:
                 timed_out = True
                 break
@@ -254,7 +262,7 @@ class Search:
         lows = [_lower(master, v) for v in self.visits] + unevaluated
         if remaining is not None:
             lows.append(remaining)
-        bound = min(lows) if lows else None
+        bound = min(lows) if lows and not unbounded else None
         if best is None:
             status = "time_limit" if timed_out else "infeasible"
             return SearchResult(status, None, None, bound, solves, stats.size if stats else None, stats, cuts)
@@ -269,10 +277,14 @@ class Search:
         resources whose pools held nothing back in any order it tried, which replay those orders exactly as
         it did (``optimize_evaluator``) and so cannot do better, only be larger. They leave unevaluated, so
         the master's bound over the designs left before the cut (``remaining``) stands for them."""
-        plateau = v.evaluation.plateau
-        if plateau and remaining is not None:
+        space = master.space
+        grows = frozenset(r for r in v.evaluation.plateau if r in master.sized
+                          and any(o.value > space[r][v.choice[r]].value for o in space[r]))
+        if grows and remaining is not None:  # the cut takes out designs besides this one
             unevaluated.append(remaining)
-        master.exclude(v.choice, plateau if remaining is not None else frozenset())
+            master.exclude(v.choice, grows)
+        else:
+            master.exclude(v.choice)
 
     def _best_bounded(self, master: Master) -> Visit | None:
         ok = [v for v in self.visits if _upper(master, v) < float("inf")]

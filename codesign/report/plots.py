@@ -41,7 +41,7 @@ def _bars(timeline: list[tuple[str, str, str, float, float]]) -> dict[tuple[str,
     return {key: [(a * 1e6, (b - a) * 1e6) for a, b in bars] for key, bars in out.items()}
 
 
-def _draw(ax, y: float, spans: list[tuple[float, float]], color: str) -> None:
+def _draw(ax, y: float, spans: list[tuple[float, float]], color: str, edge: float = 0.2) -> None:
     """Bars (start, width) on row ``y`` as one collection (a patch per bar costs matplotlib about 1 ms and
     10 kB each); a white edge separates them where they are few enough for an edge to show."""
     import numpy as np
@@ -51,7 +51,7 @@ def _draw(ax, y: float, spans: list[tuple[float, float]], color: str) -> None:
     lo, hi = np.full_like(x0, y - 0.3), np.full_like(x0, y + 0.3)
     verts = np.stack([np.stack([x0, lo], 1), np.stack([x0, hi], 1), np.stack([x1, hi], 1), np.stack([x1, lo], 1)], 1)
     ax.add_collection(PolyCollection(verts, facecolors=color, edgecolors="white",
-                                     linewidths=0.2 if len(spans) < 2000 else 0.0), autolim=True)
+                                     linewidths=edge if len(spans) < 2000 else 0.0), autolim=True)
     ax.autoscale_view()
 
 
@@ -87,7 +87,8 @@ def gantt(s: Solution, path: Path) -> Path:
         row = 0 if task.kind == "comm" else 1
         spans.setdefault((row, task.kind), []).append((task.start_s * 1e6, (task.end_s - task.start_s) * 1e6))
     for (row, kind), bars in spans.items():
-        _draw(ax, row, bars, colors.get(kind, "#777777"))
+        _draw(ax, row, bars, colors.get(kind, "#777777"), edge=0.3)
+    ax.set_xlim(left=min([0.0] + [b[0] for bars in spans.values() for b in bars]))  # from the iteration's start
     ax.axvline(s.iteration_time_s * 1e6, color="black", linestyle="--", linewidth=1)
     ax.set_yticks([0, 1], ["network", "compute"])
     ax.set_xlabel("time in the steady-state iteration (us); dashed: the period")
