@@ -144,6 +144,24 @@ def test_a_plateau_leaves_the_search_unevaluated_and_changes_nothing_but_the_wor
     assert fast.bound_s <= best * (1 + 1e-9) and fast.iteration_time_s <= best * (1 + 1e-9)
 
 
+def test_a_master_out_of_time_before_any_bound_leaves_no_bound_and_no_optimal(monkeypatch):
+    """HiGHS can stop at its time limit with an incumbent and no dual bound yet: the designs it has not
+    ruled out then have no lower bound, so neither has the answer, and it is not optimal however close the
+    evaluated designs' own bounds are. (The master solve runs; only its bound is withheld, as a time-out
+    before the root would.)"""
+    from codesign.milp.master import Master
+    real = Master.solve
+
+    def out_of_time(self, spec, time_limit_s):
+        st = real(self, spec, time_limit_s)
+        return dataclasses.replace(st, status="time_limit", bound=None, gap=None)
+    monkeypatch.setattr(Master, "solve", out_of_time)
+    s = solve(problem(hand_workload(), ring2(), ace([SLOW, FAST]), order="optimize"))
+    assert s.status == "time_limit" and s.bound_s is None and s.evaluations == 1
+    one = solve(problem(hand_workload(), ring2(), Engine("ideal"), order="optimize"))  # one design, evaluated
+    assert one.status == "time_limit" and one.bound_s == pytest.approx(45 * US, rel=1e-9)
+
+
 def test_resnet50_optimize_is_within_two_percent_of_the_any_order_bound():
     """The issue's target: on ResNet-50's ACE problem the design and priorities found are within 2% of a
     proven lower bound for every design and every order."""

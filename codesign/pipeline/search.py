@@ -252,6 +252,7 @@ class Search:
             if stats.status != "optimal":
                 if not self.visits or self._time_for_one_more():
                     self._exclude(master, self._evaluate(choice), remaining, unevaluated)
+                    unbounded = unbounded and bool(master.sized)  # the one design there is: evaluated
                 timed_out = True
                 break
             if not self._time_for_one_more():

@@ -484,8 +484,10 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
     if custom:
         notes.append("the objective is the extra hook's own; objective and bound are in its units")
     if status == "time_limit":
-        notes.append(f"time limit reached: the design is the best found, within {100 * _gap(objective, bound):.2f}% of "
-                     "the bound, not proven optimal")
+        gap = _gap(objective, bound)
+        notes.append("time limit reached: the design is the best found, " + (
+            f"within {100 * gap:.2f}% of the bound" if gap is not None else "with no bound proven for the designs left")
+            + ", not proven optimal")
     g = p.workload.task_graph
     if g is not None and g.decided:  # the design's status is about the program in this compute order
         notes.append(g.decided + "; the design search runs that order")
