@@ -17,7 +17,9 @@ back to back, so a change in the machine's load between pairs cancels out; the m
 printed before and after. "same answers" compares, point by point (by key), the status, iteration time,
 objective, area, power, design and validated period of the two trees' rows, exactly, and the bound and gap
 within the MIP gap (``same_answers``: a change in HiGHS's path, such as a start, moves the dual bound in
-its last digits).
+its last digits). "busiest worker / even share" sums each worker's point times (the results' ``worker`` and
+``wall_s``) and divides the largest sum by the even share (all of them over the workers): 1.00 is a perfect
+share-out. It moves much less with the machine's load than the wall-clock speed-up does.
 """
 from __future__ import annotations
 
@@ -70,7 +72,11 @@ def measure(spec: dict) -> dict:
         cluster.close()
     n = len(df)
     rows = {r["key"]: [None if v != v else v for v in (r.get(c) for c in ANSWER)] for r in df.to_dict("records")}
+    # how evenly the points' work was shared: the busiest worker's summed point times against an even share
+    # (steadier than the wall-clock speed-up, which the shared machine's load moves from run to run)
+    busy = df.groupby("worker")["wall_s"].sum()
     return {"points": n, "wall_s": wall, "per_core": n / wall / workers, "solve_ms": 1e3 * df["solve_time_s"].mean(),
+            "busiest": float(busy.max() / (busy.sum() / workers)) if len(busy) else float("nan"),
             "optimal": int((df["status"] == "optimal").sum()), "codesign": __import__("codesign").__file__,
             "dask_workers_codesign": where, "rows": rows}
 
@@ -127,9 +133,11 @@ def compare(name: str, spec: dict, baseline: Path | None, pairs: int) -> dict:
            "ratio": statistics.median(ratios) if ratios else float("nan"), "same": same if befores else None,
            "points": afters[0]["points"], "optimal": afters[0]["optimal"], "wall_after": med(afters, "wall_s"),
            "wall_before": med(befores, "wall_s"), "solve_ms_after": med(afters, "solve_ms"),
-           "solve_ms_before": med(befores, "solve_ms")}
+           "solve_ms_before": med(befores, "solve_ms"), "busiest_before": med(befores, "busiest"),
+           "busiest_after": med(afters, "busiest")}
     print(f"| {name} | {res['points']} | {res['wall_before']:.2f} | {res['before']:.2f} | {res['wall_after']:.2f} | "
-          f"{res['after']:.2f} | {res['ratio']:.2f}x | {res['same']} |", flush=True)
+          f"{res['after']:.2f} | {res['ratio']:.2f}x | {res['same']} | {res['busiest_before']:.2f} / "
+          f"{res['busiest_after']:.2f} |", flush=True)
     return res
 
 
@@ -154,8 +162,8 @@ def main() -> None:
     print(f"after: {ROOT} ({rev(ROOT)}); before: {base} ({rev(base) if base else '-'})")
     print(f"\nquickstart, {len(QUICK_PARAMS)}-parameter grid of 40 points, validation on; median of {args.pairs} pairs")
     print("| executor, workers | points | before wall (s) | before points/s/core | after wall (s) | "
-          "after points/s/core | after/before | same answers |")
-    print("|---|---|---|---|---|---|---|---|")
+          "after points/s/core | after/before | same answers | busiest worker / even share, before / after |")
+    print("|---|---|---|---|---|---|---|---|---|")
     runs = [("serial", 1), ("local", 1), ("local", 2)] + ([] if args.no_dask else [("dask", 1), ("dask", 2)])
     res = {}
     for ex, w in runs:
@@ -169,13 +177,16 @@ def main() -> None:
     if args.resnet50:
         print("\nResNet-50 ACE (problems/resnet50_ace_torus3d.yaml), 50 points, validation on, one pair")
         print("| executor, workers | points | before wall (s) | before points/s/core | after wall (s) | "
-              "after points/s/core | after/before | same answers |")
-        print("|---|---|---|---|---|---|---|---|")
+              "after points/s/core | after/before | same answers | busiest worker / even share, before / after |")
+        print("|---|---|---|---|---|---|---|---|---|")
         spec = {"problem": RESNET, "params": RESNET_PARAMS, "executor": "local", "workers": 2}
         r = res["resnet50", 2] = compare("local, 2", spec, base, 1)
         print(f"{r['optimal']} of {r['points']} optimal")
     if args.resnet50_dask:
         print("\nResNet-50 ACE, 50 points, validation on, Dask LocalCluster, this tree only")
+        print("| executor, workers | points | before wall (s) | before points/s/core | after wall (s) | "
+              "after points/s/core | after/before | same answers | busiest worker / even share, before / after |")
+        print("|---|---|---|---|---|---|---|---|---|")
         walls = {}
         for w in (1, 2):
             spec = {"problem": RESNET, "params": RESNET_PARAMS, "executor": "dask", "workers": w}
