@@ -275,9 +275,10 @@ class Search:
     @staticmethod
     def _exclude(master: Master, v: Visit, remaining: float | None, unevaluated: list[float]) -> None:
         """Take an evaluated design out of the master, with its plateau: the designs larger than it only in
-        resources whose pools held nothing back in any order it tried, which replay those orders exactly as
-        it did (``optimize_evaluator``) and so cannot do better, only be larger. They leave unevaluated, so
-        the master's bound over the designs left before the cut (``remaining``) stands for them."""
+        resources whose pools held nothing back in any order it tried. They replay those orders exactly as
+        it did, and their evaluations would borrow its replays (``optimize_evaluator``): the same period at a
+        larger design, never a better answer. They leave unevaluated, so the master's bound over the designs
+        left before the cut (``remaining``) stands for them."""
         space = master.space
         grows = frozenset(r for r in v.evaluation.plateau if r in master.sized
                           and any(o.value > space[r][v.choice[r]].value for o in space[r]))
