@@ -108,6 +108,13 @@ def _compute_hbm_rate(task, npu, rate: float) -> float:
     return (task.hbm_bytes or 0.0) * rate
 
 
+def _compute_draw(task, npu, pools: Pools, comm_busy: bool, comm_memory_rate: float) -> tuple[float, float]:
+    """A compute task's progress rate (``pools.compute_rate``) while communication is busy or not and draws
+    ``comm_memory_rate`` bytes/s of HBM, and the HBM bytes/s the task itself draws at that rate."""
+    r = compute_rate(task, npu, pools, comm_busy, comm_memory_rate)
+    return r, _compute_hbm_rate(task, npu, r)
+
+
 def _active_rates(ws: list[PhaseWork], pools: Pools) -> tuple[tuple[float, ...], float, float, bool, bool]:
     """For a sequence of active chunk-phases (in start order): their rates (``pools.phase_rates``), the
     memory and reduction traffic they draw at those rates (bytes/s, summed in that order, as the reference
@@ -157,8 +164,9 @@ class _Replay:
         self.lifo = (policy or (own if own in ("lifo", "fifo") else "lifo")) == "lifo"
         self.record = record
         self.compiled = COMPILED
-        self.windowed = False  # whether ``timeline`` is already clipped to the measured window (the C loop's)
-        self.rec_final = False  # whether ``rec`` is already the reference iteration's, in Realized's keys (the same)
+        # whether the compiled loop ran: then ``timeline`` is already clipped to the measured window and ``rec``
+        # already the reference iteration's, keyed as Realized keys it
+        self.from_kernel = False
         self.ref = iterations - 3  # the reference iteration: the first of the two measured
         self.it = build_iteration(problem.workload, problem.schedule.overlap)
         self.pools = Pools.of(problem.engine, problem.npu, design)
@@ -487,9 +495,7 @@ class _Replay:
 
         def comp_entry(e: tuple, tc: int) -> tuple[float, float]:
             nonlocal hbm_peak
-            task = tc_task[tc]
-            r = compute_rate(task, npu, pools, bool(e[0]), e[1])
-            h = _compute_hbm_rate(task, npu, r)
+            r, h = _compute_draw(tc_task[tc], npu, pools, bool(e[0]), e[1])
             total = e[1] + h
             if total > hbm_peak:
                 hbm_peak = total
@@ -706,8 +712,7 @@ class _Replay:
         ``run`` built. The rates of a sequence of active chunk-phases are still computed here, by
         ``pools.phase_rates``, the first time the kernel meets the sequence. What it leaves differs from the
         Python loop's only where nothing reads it: ``rec`` holds the reference iteration alone, keyed as
-        ``Realized`` keys it (``rec_final``), and ``timeline`` is already clipped to the measured window
-        (``windowed``)."""
+        ``Realized`` keys it, and ``timeline`` is already clipped to the measured window (``from_kernel``)."""
         p, pools, npu = self.p, self.pools, self.p.npu
         lim = [False, False]
 
@@ -718,9 +723,7 @@ class _Replay:
             return rates, mem, red, all(r > 0 for r in rates)
 
         def comp_entry(active: bool, mem: float, tc: int) -> tuple[float, float]:
-            task = tc_task[tc]
-            r = compute_rate(task, npu, pools, active, mem)
-            return r, _compute_hbm_rate(task, npu, r)
+            return _compute_draw(tc_task[tc], npu, pools, active, mem)
 
         K = len(self.it.comms)
         pos = [0] * K
@@ -739,13 +742,12 @@ class _Replay:
         if len(iter_start) < self.max_iter:
             raise RuntimeError("the replay stalled before its last iteration (a collective never completed)")
         self.events, self.iter_start, self.snaps = events, iter_start, snaps
-        self.timeline, self.windowed = tl, True  # already the measured window's rows, clipped
+        self.timeline, self.from_kernel = tl, True
         self.limited = {"memory": lim[0], "reduction": lim[1], "sram": lim_sram}
         self.sram_peak, self.hbm_peak = int(sram_peak) if peak_int else sram_peak, hbm_peak
         self.sent = dict(sent)
-        if rec is not None:  # already the reference iteration's, keyed as Realized keys it
+        if rec is not None:
             self.rec = dict(zip(("start", "end", "pred", "admitted", "after", "cstart", "cend"), rec))
-            self.rec_final = True
         return self._result()
 
     def _result(self) -> SimResult:
@@ -780,7 +782,7 @@ class _Replay:
         ref = self.max_iter - 3
         sent = {k: v for (k, n), v in self.sent.items() if n == ref}
         t_end = t_a + period
-        timeline = self.timeline if self.windowed else [
+        timeline = self.timeline if self.from_kernel else [
             (r, nm, kd, max(s, t_a) - t_a, min(e, t_end) - t_a) for r, nm, kd, s, e in self.timeline
             if e > t_a and s < t_end]
         return SimResult(
@@ -795,7 +797,7 @@ class _Replay:
     def _realized(self) -> Realized:
         ref, rec = self.ref, self.rec
         J = len(self.it.computes)
-        if self.rec_final:
+        if self.from_kernel:
             return Realized(ref, rec["start"], rec["end"], rec["pred"], rec["admitted"], rec["after"],
                             [rec["cstart"][j] for j in range(J)], [rec["cend"][j] for j in range(J)])
 
