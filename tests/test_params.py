@@ -1,6 +1,7 @@
 """Sweep parameters: key paths, values with units, ranges, and validation before any point runs."""
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -94,6 +95,14 @@ def test_apply_edits_a_copy():
     new = apply(doc, {parse_path("topology.dims[1].bandwidth"): "50 GB/s"})
     assert new["topology"]["dims"][1]["bandwidth"] == "50 GB/s"
     assert doc["topology"]["dims"][1]["bandwidth"] == "25 GB/s"
+    # two paths through one container, a key the file lacks; the original is left as it was, line numbers too
+    before = copy.deepcopy(doc)
+    both = apply(doc, {parse_path("topology.dims[1].bandwidth"): "9 GB/s", parse_path("topology.dims[0].latency"):
+                       "1 us", parse_path("engine.power_budget"): "3 W"})
+    assert doc == before and doc.key_lines == before.key_lines
+    assert both["topology"]["dims"][1]["bandwidth"] == "9 GB/s" and both["topology"]["dims"][0]["latency"] == "1 us"
+    assert both["engine"]["power_budget"] == "3 W" and both["workload"] is doc["workload"]
+    assert both["topology"].key_lines == doc["topology"].key_lines
 
 
 def test_plan_validates_every_point_before_running_and_names_the_point():

@@ -119,8 +119,16 @@ def run_batch(batch: BatchTask) -> dict[str, Any]:
     return {"rows": [run_point(t) for t in batch.tasks]}
 
 
+def larger_budgets_first(task: PointTask) -> tuple[float, float]:
+    """A sort key for a family's points: the larger budgets (area, then power) first, so that a member's
+    answer can settle the smaller budgets' (``Family.proven``)."""
+    area, power = Family.budgets(task.problem)
+    return (-area, -power)
+
+
 def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], workers: int,
-            per_worker: int = 2, balance: float = 1.1) -> list[BatchTask]:
+            per_worker: int = 2, balance: float = 1.1,
+            order: Callable[[PointTask], Any] | None = None) -> list[BatchTask]:
     """The tasks in batches of one family each (``family_of(task)``: a hashable guess, checked by the worker),
     largest first. A family split between workers replays its designs and compiles its masters in each, so
     families stay whole where that shares the points out well enough. With fewer than ``per_worker``
@@ -129,10 +137,15 @@ def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], worke
     would leave some worker more than ``balance`` times an even share (or more than one point over it, the
     least possible), the largest families are cut too: into near-equal parts of at most a size that steps
     down until the share is met (five families of ten on two workers would give one worker thirty points
-    and the other twenty: cut in halves, each gets twenty-five). Smaller families stay whole."""
+    and the other twenty: cut in halves, each gets twenty-five). Smaller families stay whole. A family's points
+    keep their order in ``tasks``, or are sorted by ``order`` (a key; the sweep's is ``larger_budgets_first``);
+    its parts are runs of that order."""
     groups: dict[Any, list[PointTask]] = {}
     for t in tasks:
         groups.setdefault(family_of(t), []).append(t)
+    if order is not None:
+        for group in groups.values():
+            group.sort(key=order)
     w = max(1, workers)
     parts = max(1, -(-per_worker * w // max(1, len(groups))))
     target = max(balance * len(tasks) / w, -(-len(tasks) // w))
@@ -142,11 +155,11 @@ def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], worke
         for group in groups.values():
             k = min(len(group), max(parts, -(-len(group) // cap)))
             at = 0
-            for i in range(k):  # k parts in plan order, their sizes within one point of each other
+            for i in range(k):  # k parts in that order, their sizes within one point of each other
                 chunk = tuple(group[at:at + len(group) // k + (i < len(group) % k)])
                 at += len(chunk)
                 out.append(BatchTask(chunk[0].key, chunk))
-        return sorted(out, key=lambda b: -len(b.tasks))  # stable: plan order among equals
+        return sorted(out, key=lambda b: -len(b.tasks))  # stable: family order among equals
 
     cap = max((len(g) for g in groups.values()), default=1)
     while True:

@@ -34,7 +34,17 @@ from ..problem.model import Problem
 from ..spec.yamlfile import load_yaml
 from .executors import make_runner
 from .params import Param, apply, canonical, check_path, get_value, params_from
-from .points import RESULT_COLUMNS, BatchTask, Check, PointTask, batches, run_batch, run_point, solution_row
+from .points import (
+    RESULT_COLUMNS,
+    BatchTask,
+    Check,
+    PointTask,
+    batches,
+    larger_budgets_first,
+    run_batch,
+    run_point,
+    solution_row,
+)
 from .results import ResultsFile
 
 if TYPE_CHECKING:
@@ -212,7 +222,7 @@ def run_plan(pl: Plan, *, executor: Any = None, workers: int | None = None, out:
         if tasks:
             def family_of(t: PointTask) -> tuple:
                 return tuple(v for k, v in todo[t.key].columns.items() if k not in BUDGET_PATHS)
-            work = batches(tasks, family_of, _worker_count(executor, workers))
+            work = batches(tasks, family_of, _worker_count(executor, workers), order=larger_budgets_first)
             runner = make_runner(executor, workers, work, fn=run_batch)
 
             def record(task: PointTask, row: dict[str, Any]) -> None:

@@ -129,7 +129,9 @@ class Master:
         m.visited = pyo.ConstraintList()
         self.compiled: CompiledModel | None = None
         self._tie = None  # smallest_at's objective, built on its first call
-        self._intervals: set[tuple] = set()
+        #: the interval cuts added, by (tag, members): their (tag, release, due, members), which hold for every
+        #: design and budget of this model data (``add_intervals`` gives them to another master)
+        self.intervals: dict[tuple, tuple] = {}
         self._release_due = self._interval_data() if self.shape is not None else None
 
     # ------------------------------------------------------------------ building blocks
@@ -310,11 +312,16 @@ class Master:
         m = self.model
         return not m.obj.active or m.obj.expr is not self._obj_expr
 
-    def solve(self, spec: SolverSpec, time_limit_s: float) -> SolveStats:
-        """Solve the master with HiGHS (compiled on the first call, after any hook changed the model)."""
+    def compile(self) -> CompiledModel:
+        """The master in HiGHS, compiled from the Pyomo model as it stands on the first call (after any hook
+        changed it); the rows added after it are cuts, which ``restart`` drops."""
         if self.compiled is None:
             self.compiled = CompiledModel(self.model)
-        return self.compiled.solve(spec, time_limit_s)
+        return self.compiled
+
+    def solve(self, spec: SolverSpec, time_limit_s: float) -> SolveStats:
+        """Solve the master with HiGHS (compiled on the first call, after any hook changed the model)."""
+        return self.compile().solve(spec, time_limit_s)
 
     # ------------------------------------------------------------------ re-use across budgets
     def restart(self, md: ModelData) -> None:
@@ -339,7 +346,7 @@ class Master:
         for name in ("interval", "visited"):  # the cuts (none at the build)
             m.del_component(name)
             setattr(m, name, pyo.ConstraintList())
-        self._intervals = set()
+        self.intervals = {}
         self.compiled.restart(bounds)
 
     def smallest_at(self, spec: SolverSpec, T_us: float, time_limit_s: float) -> bool:
@@ -482,10 +489,18 @@ class Master:
         found.sort(key=lambda x: -x[0])
         added = 0
         for _, tag, ra, db, members in found[:max_cuts]:
-            key = (tag, members)
-            if key in self._intervals:
+            added += self.add_intervals([(tag, ra, db, members)])
+        return added
+
+    def add_intervals(self, cuts) -> int:
+        """Add interval cuts (``intervals``' values: tag, release, due, members) this master lacks; return how
+        many. They depend on the model data only (release and due dates at nominal compute, link times, the
+        SRAM gate), so a master of the same data under other budgets may take another's."""
+        added = 0
+        for tag, ra, db, members in cuts:
+            if (tag, members) in self.intervals:
                 continue
-            self._intervals.add(key)
+            self.intervals[tag, members] = (tag, ra, db, members)
             self._add_interval(tag, ra, db, members)
             added += 1
         return added

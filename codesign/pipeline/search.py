@@ -116,10 +116,17 @@ class Search:
     exact: bool = True
     visits: list[Visit] = field(default_factory=list)
     evaluation_s: float = 0.0  # wall time spent evaluating, to tell whether one more fits the deadline
+    #: how many of ``visits`` came evaluated with the search (a ``Family``'s earlier members'), not by it
+    known: int = 0
+
+    @property
+    def evaluated(self) -> int:
+        """The designs this search evaluated itself."""
+        return len(self.visits) - self.known
 
     def _time_for_one_more(self) -> bool:
         """Whether an evaluation, at the mean time the earlier ones took, would end before the deadline."""
-        mean = self.evaluation_s / len(self.visits) if self.visits else 0.0
+        mean = self.evaluation_s / self.evaluated if self.evaluated else 0.0
         return time.perf_counter() + mean <= self.deadline
 
     def _evaluate(self, choice: dict[str, int]) -> Visit:

@@ -173,14 +173,22 @@ class Family:
     Budgets enter a solve in two places only: the master's budget rows (right-hand sides) and which options
     they rule out (``unusable``: options fixed out of the master). Nothing else reads them: the iteration,
     the collectives' demands, the simulator and the any-order bound are functions of the workload and the
-    platform. So problems equal but for their budgets have the same model data and the same replay of every
-    design (the simulator is deterministic): one ``replays`` for all of them. Those that also set the same
-    budgets and rule out the same options have the same master up to the budget rows: one master each
-    (``masters``), restarted for every member (``Master.restart``). A member's solve is then the solve of its
-    problem alone, step for step: the same HiGHS calls and the same evaluations, the replays read from
-    ``replays`` instead of run again. Only ``schedule.order`` lifo or fifo (optimize's evaluations are timed
-    heuristics), no ``extra`` hook (whose changes to the master cannot be re-applied) and no compute order
-    left to choose."""
+    platform. So what one member learns holds for every other:
+    - each design's replay (the simulator is deterministic): one ``replays`` for all of them;
+    - the cuts: a design's evaluation cut and an interval cut bound the period of designs, whatever the
+      budgets. A member's master starts with the cuts of every design the family has evaluated that fits
+      the member's budgets, and every interval cut found so far, so it proves its answer in fewer rounds;
+    - an answer: a member whose budgets are no larger than those of a member solved to optimality, and
+      within whose budgets that member's design fits, has the same answer, proven by the same bound (its
+      designs are a subset of the other's, and that subset holds the other's optimum); it is not solved
+      again (``proven``).
+    Members that also set the same budgets and rule out the same options have the same master up to the
+    budget rows: one master each (``masters``), restarted for every member (``Master.restart``) and given the
+    family's cuts. A member's answer is its problem's, proven as a solve alone proves it; the path there
+    differs (fewer master solves and evaluations), so the bound may differ within the MIP gap, and where
+    designs tie within the gap another of them may be the answer. Only ``schedule.order`` lifo or fifo
+    (optimize's evaluations are timed heuristics), no ``extra`` hook (whose changes to the master cannot be
+    re-applied) and no compute order left to choose."""
 
     #: Masters kept per family (the most recently used): a few budgets' worth of ruled-out options.
     MASTERS_KEPT = 4
@@ -191,6 +199,9 @@ class Family:
         self.masters: dict[tuple, Master] = {}  # by _master_key; most recently used last
         self.replays: dict[tuple[tuple[str, int], ...], tuple[Evaluation, float, Replayed]] = {}
         self.bounds: dict[tuple[tuple[str, int], ...], tuple[float, str]] = {}
+        self.intervals: dict[tuple, tuple] = {}  # every interval cut a member's master added (Master.intervals)
+        #: the members' optimal answers with their (area, power) budgets (inf: none), for ``proven``
+        self.answers: list[tuple[float, float, Solution]] = []
 
     @staticmethod
     def eligible(problem: Problem, extra: Extra | None = None) -> bool:
@@ -213,24 +224,74 @@ class Family:
         """A member's model data: the family's (iteration, demands, their cache), with the member's problem."""
         return dataclasses.replace(self.md, problem=problem)
 
+    @staticmethod
+    def _fits(problem: Problem, choice: dict[str, int]) -> bool:
+        """Whether a design is within ``problem``'s area and power budgets (exactly: no tolerance)."""
+        e = problem.engine
+        return ((e.area_budget_mm2 is None or design_area_mm2(e, choice) <= e.area_budget_mm2)
+                and (e.power_budget_w is None or design_power_w(e, choice) <= e.power_budget_w))
+
     def master(self, md: ModelData, search: Search) -> Master:
-        """The master of a member (``md``): a kept one restarted to what ``search.master()`` would build and
-        compile, or that new master. It leaves the family until ``keep`` gives it back (``assign`` does),
-        so two builds never share one master's budget rows."""
+        """The master of a member (``md``), with the family's cuts: a kept one restarted to what
+        ``search.master()`` would build and compile, or that new master, compiled. Then the family's evaluated
+        designs that fit the member's budgets join ``search`` as known visits (so that every design a search
+        holds is within its budgets, as the master's own proposals are), and their cuts and the interval cuts
+        join the master, after its build (a restart drops them). The master leaves the family until ``keep``
+        gives it back (``assign`` does), so two builds never share one master's budget rows."""
+        if search.visits:
+            raise ValueError("a family member's search starts with the family's visits only")
         master = self.masters.pop(self._master_key(md.problem), None)
         if master is not None and master.compiled is not None:
             master.restart(md)
-            return master
-        return search.master()
+        else:
+            master = search.master()
+            master.compile()
+        search.visits.extend(Visit(*r) for r in self.replays.values() if self._fits(md.problem, r[0].choice))
+        search.known = len(search.visits)
+        for v in search.visits:
+            master.add_evaluation(v.evaluation)
+        master.add_intervals(self.intervals.values())
+        return master
 
     def keep(self, master: Master) -> None:
-        """Keep a member's master, once a solve has compiled it, for the next member with its key."""
+        """Keep a member's master, once a solve has compiled it, for the next member with its key, and the
+        interval cuts it found for every member."""
+        self.intervals.update(master.intervals)
         if master.compiled is None:
             return
         self.masters.pop(key := self._master_key(master.md.problem), None)
         self.masters[key] = master
         for old in list(self.masters)[:-self.MASTERS_KEPT]:
             del self.masters[old]
+
+    @staticmethod
+    def budgets(problem: Problem) -> tuple[float, float]:
+        """The engine's (area mm^2, power W) budgets, inf where there is none."""
+        e = problem.engine
+        return (float("inf") if e.area_budget_mm2 is None else e.area_budget_mm2,
+                float("inf") if e.power_budget_w is None else e.power_budget_w)
+
+    def remember(self, problem: Problem, sol: Solution) -> None:
+        """Keep a member's answer for ``proven`` if it is proven optimal."""
+        if sol.status == "optimal":
+            self.answers.append((*self.budgets(problem), sol))
+
+    def proven(self, problem: Problem, started: float) -> Solution | None:
+        """``problem``'s answer if an earlier member's settles it: a member solved to optimality under
+        budgets at least ``problem``'s (so every design within ``problem``'s budgets was within its) whose
+        design fits ``problem``'s budgets (so it is among them, and no design among them does better: the
+        other member's bound holds for them all). The same design, schedule, status and bound, with no master
+        solve and no evaluation of its own (None if no member settles it)."""
+        area, power = self.budgets(problem)
+        for a, w, sol in reversed(self.answers):
+            if a >= area and w >= power and self._fits(problem, sol.choice):
+                return dataclasses.replace(
+                    sol, problem=problem.name, solve_time_s=time.perf_counter() - started, evaluations=0,
+                    master_solves=0, diagnostics=None, duals=None, notes=(*sol.notes, (
+                        "proven by the solve under budgets at least this point's (area "
+                        f"{_budget(a, 'mm^2')}, power {_budget(w, 'W')}), whose "
+                        "answer fits these budgets: every design within them was within those")))
+        return None
 
     def evaluator(self, md: ModelData) -> Evaluator:
         """``policy_evaluator(md)``, each design replayed once for the whole family."""
@@ -249,6 +310,11 @@ class Family:
         if key not in self.bounds:
             self.bounds[key] = any_order_bound_s(problem, design)
         return self.bounds[key]
+
+
+def _budget(value: float, unit: str) -> str:
+    """A budget as the note on an answer proven by another member writes it ("none" for no budget)."""
+    return "none" if value == float("inf") else f"{value:.6g} {unit}"
 
 
 @dataclass
@@ -288,8 +354,8 @@ def build(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
           refine_s: float = 0.0, started: float | None = None, family: Family | None = None) -> Built:
     """The first stage of ``solve``: check the problem, gather its model data and build the master MILP
     (with ``extra`` applied). The arguments are ``solve``'s; the time limit counts from ``started``.
-    ``family``: a ``Family`` that ``problem`` belongs to (``Family.admits``), whose model data, master and
-    replays the solve uses and extends; the answer is the same as without it."""
+    ``family``: a ``Family`` that ``problem`` belongs to (``Family.admits``), whose model data, master,
+    replays and cuts the solve uses and extends; the answer is the same as without it, within the MIP gap."""
     t0 = time.perf_counter() if started is None else started
     precheck(problem)
     limit = time_limit if time_limit is not None else problem.solver.time_limit_s
@@ -349,6 +415,7 @@ def assign(built: Built, res: SearchResult, *, diagnose: bool = False, duals: bo
                     time.perf_counter() - built.started, built.family)
     if built.family is not None:
         built.family.keep(master)
+        built.family.remember(built.problem, sol)
     if built.compute_order is not None:
         sol = dataclasses.replace(sol, compute_order=built.compute_order)
     if duals:
@@ -369,9 +436,15 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     ``refine_s``: with ``order: optimize``, seconds per design for refining dispatch priorities.
     ``started``: the ``time.perf_counter()`` the time limit counts from (the command line passes its
     own start, so the limit is the whole command's); default: now.
-    ``family``: a ``Family`` the problem belongs to (``build``'s); the answer is the same as without it.
+    ``family``: a ``Family`` the problem belongs to (``build``'s): its answer may be an earlier member's
+    (``Family.proven``), or proven with the family's cuts; the same answer as without it, within the MIP gap.
     Raises InfeasibleError (with the reason) or SolverError.
     """
+    if family is not None and not diagnose and family.admits(problem, extra):
+        precheck(problem)
+        known = family.proven(problem, time.perf_counter() if started is None else started)
+        if known is not None:
+            return known
     built = build(problem, time_limit=time_limit, extra=extra, refine_s=refine_s, started=started, family=family)
     return assign(built, run(built), diagnose=diagnose)
 
@@ -526,7 +599,7 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
         solve_time_s=wall, design=dict(design.values), choice=dict(choice),
         area_mm2=design_area_mm2(p.engine, choice), power_w=design_power_w(p.engine, choice),
         compute_time_s=sim.compute_time_s, exposed_comm_s=max(0.0, T - sim.compute_time_s), comm_time_s=comm_total,
-        schedule=tasks, order_policy=p.schedule.order, order=order, evaluations=len(search.visits),
+        schedule=tasks, order_policy=p.schedule.order, order=order, evaluations=search.evaluated,
         master_solves=res.master_solves, model=res.size, chunks=p.schedule.chunks, notes=tuple(notes),
         order_comparison=dict(replayed.tried) if replayed.tried else None, diagnostics=diagnostics,
         any_order_bound_s=any_bound, priority=replayed.priority, sim=sim, network=network_choice(p, choice),
