@@ -100,6 +100,33 @@ def test_a_restarted_master_holds_the_model_a_fresh_build_compiles():
         used.restart(model_data(capped))
 
 
+def test_a_master_restarted_for_tighter_budgets_answers_as_a_fresh_one():
+    """Options the member's budgets rule out beyond the build's are held at 0: each master solve, the
+    tie-break and the cuts give what a master built for the member gives."""
+    p = load_problem(QUICK)
+    loose = dataclasses.replace(p, engine=dataclasses.replace(p.engine, area_budget_mm2=5.0))
+    tight = dataclasses.replace(p, engine=dataclasses.replace(p.engine, area_budget_mm2=0.8))
+    from codesign.milp.master import unusable
+    assert set(unusable(tight.engine)) > set(unusable(loose.engine))
+    used = Master(model_data(loose))
+    used.solve(p.solver, 10)
+    used.restart(model_data(tight))
+    fresh = Master(model_data(tight))
+    for cut in (None, Evaluation({"sram": 0, "alu": 0, "dma": 0}, 900.0)):
+        if cut is not None:
+            used.add_evaluation(cut)
+            fresh.add_evaluation(cut)
+        x, y = used.solve(p.solver, 10), fresh.solve(p.solver, 10)
+        assert (x.status, x.objective) == (y.status, y.objective) and abs(x.bound - y.bound) <= 1e-9 * y.objective
+        from codesign.pipeline.search import choice_from
+        assert choice_from(used) == choice_from(fresh)
+        t = x.objective
+        assert used.smallest_at(p.solver, t, 10) and fresh.smallest_at(p.solver, t, 10)
+        assert choice_from(used) == choice_from(fresh)
+    with pytest.raises(ValueError, match="ruled out"):  # a looser member cannot restart a tight build
+        fresh.restart(model_data(loose))
+
+
 def test_family_membership_and_masters():
     p = load_problem(QUICK)
     fam = Family(p)
@@ -113,7 +140,11 @@ def test_family_membership_and_masters():
     solve(budget(power_budget_w=9.0), family=fam)
     for b in (2.5, 0.8, 3.0, 0.9):
         solve(budget(area_budget_mm2=b), family=fam)
-    assert len(fam.masters) == 3  # {2.5, 3.0}, {0.8, 0.9} (the large options out), and with a power budget
+    # one per set of budgets: 0.8 and 0.9, which rule out the large options, restarted the build at 2.5 with
+    # them held at 0
+    assert len(fam.masters) == 2
+    (area_only,) = [m for k, m in fam.masters.items() if k[:2] == (False, True)]
+    assert area_only.ruled_out == frozenset() and area_only.md.problem.engine.area_budget_mm2 == 0.9
 
 
 def test_members_share_one_master_and_each_design_s_replay():

@@ -171,11 +171,13 @@ class CompiledModel:
             self._calls.append((name, args))
         return getattr(self.h, name)(*args)
 
-    def restart(self, bounds: dict[int, tuple[float | None, float | None]] | None = None) -> None:
+    def restart(self, bounds: dict[int, tuple[float | None, float | None]] | None = None,
+                zero: list[int] | None = None) -> None:
         """Return to the model as built: a new HiGHS given the same calls in the same order as the build,
         so it holds the same model in the same state as a fresh compile would, without the rows added since
         (cuts) and without walking Pyomo again. ``bounds``: {id(constraint): (lo, hi)}, constraints of the
-        build given new bounds (in the constraint's own terms, as ``add`` takes them), e.g. a budget."""
+        build given new bounds (in the constraint's own terms, as ``add`` takes them), e.g. a budget.
+        ``zero``: columns then held at 0 by their bounds (their variables stay free in Pyomo)."""
         calls, ncols, nrows, self.sense, self.offset = self.built
         if len(self.vars) != ncols:
             raise ValueError("columns were added after the build; compile the model again instead")
@@ -193,6 +195,9 @@ class CompiledModel:
                 row += 1
             getattr(self.h, name)(*args)
         self.rows = nrows
+        if zero:
+            n = len(zero)
+            self.h.changeColsBounds(n, np.array(zero, dtype=np.int32), np.zeros(n), np.zeros(n))
 
     def forget_start(self) -> None:
         """Give the next run no start (``solve``): the last incumbent is known to be cut off."""

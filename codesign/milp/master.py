@@ -160,8 +160,11 @@ class Master:
 
         m.area = pyo.Expression(expr=choice_sum("area_mm2"))
         m.power = pyo.Expression(expr=choice_sum("power_w"))
-        for r, o in unusable(eng):
-            m.y[r, o].fix(0)  # out of the model's rows, with whatever huge area or power it has
+        #: the options the build's budgets rule out: fixed, out of the model's rows, with whatever huge area or
+        #: power they have (``restart`` holds further ones at 0 by their bounds)
+        self.ruled_out = frozenset(unusable(eng))
+        for r, o in self.ruled_out:
+            m.y[r, o].fix(0)
         if eng.area_budget_mm2 is not None:
             m.area_budget = pyo.Constraint(expr=m.area <= eng.area_budget_mm2)
         if eng.power_budget_w is not None:
@@ -325,15 +328,20 @@ class Master:
 
     # ------------------------------------------------------------------ re-use across budgets
     def restart(self, md: ModelData) -> None:
-        """Make this master what ``Master(md)`` would build and compile, for an ``md`` whose problem differs
-        from the one it was built for only in the engine's area and power budgets, and not in which
-        options they rule out (``unusable``) or in which budgets are set (the caller's ``Family`` checks).
-        The budgets are right-hand sides of the build: the cuts go, the budget rows take the new values,
-        and HiGHS is given the build's own calls again (``CompiledModel.restart``), so the solves that
-        follow are the same as a fresh master's. Call after the first ``solve`` (it compiles)."""
+        """Make this master the model ``Master(md)`` would build and compile, for an ``md`` whose problem differs
+        from the one it was built for only in the engine's area and power budgets (the caller's ``Family``
+        checks), which set the same budgets and rule out at least the options the build's did. The budgets
+        are right-hand sides of the build: the cuts go, the budget rows take the new values, and HiGHS is given
+        the build's own calls again (``CompiledModel.restart``), so it holds the model a fresh compile would.
+        The options the new budgets rule out beyond the build's stay in its rows, held at 0 by their column
+        bounds where a fresh build fixes them out: the same designs and the same values at each, one column
+        each more for HiGHS. Call after the first ``solve`` (it compiles)."""
         m, eng = self.model, md.problem.engine
         if self.compiled is None:
             raise ValueError("restart needs a compiled master (solve it once first)")
+        out = frozenset(unusable(eng))
+        if not out >= self.ruled_out:
+            raise ValueError("the new budgets allow options the build ruled out; build a master for them")
         self.md, self.engine = md, eng
         bounds = {}
         for name, budget in (("area_budget", eng.area_budget_mm2), ("power_budget", eng.power_budget_w)):
@@ -347,7 +355,7 @@ class Master:
             m.del_component(name)
             setattr(m, name, pyo.ConstraintList())
         self.intervals = {}
-        self.compiled.restart(bounds)
+        self.compiled.restart(bounds, [self.compiled.col[id(m.y[r, o])] for r, o in sorted(out - self.ruled_out)])
 
     def smallest_at(self, spec: SolverSpec, T_us: float, time_limit_s: float) -> bool:
         """Among the designs the master admits at period ``T_us``, load the one of least area plus network

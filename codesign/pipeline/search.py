@@ -118,6 +118,12 @@ class Search:
     evaluation_s: float = 0.0  # wall time spent evaluating, to tell whether one more fits the deadline
     #: how many of ``visits`` came evaluated with the search (a ``Family``'s earlier members'), not by it
     known: int = 0
+    #: True: evaluate the master's design as it comes, and solve the least-area tie-break only once it is an
+    #: evaluated one (where the tie-break decides the answer). False: tie-break every round, so that the
+    #: design evaluated is the least-area one on the bound, whose plateau covers the most designs (fewer
+    #: evaluations for one solve; a family, whose members share every evaluation, gains more from fewer
+    #: HiGHS runs). The answer is the same either way: the search ends only on an evaluated least-area design.
+    tie_break_last: bool = False
 
     @property
     def evaluated(self) -> int:
@@ -184,7 +190,8 @@ class Search:
             if added:
                 cuts += added
                 continue
-            if master.objective == "iteration_time" and not master.custom and master.sized:
+            deferred = self.tie_break_last and self.find(choice) is None
+            if master.objective == "iteration_time" and not master.custom and master.sized and not deferred:
                 # several designs may tie on the bound: take the smallest, whose plateau covers the rest
                 # (and which, once evaluated at the optimum, is the least-area optimal design)
                 if master.smallest_at(solver, T_us * (1 + TIE), max(0.01, self.deadline - time.perf_counter())):

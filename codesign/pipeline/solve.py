@@ -182,15 +182,17 @@ class Family:
       within whose budgets that member's design fits, has the same answer, proven by the same bound (its
       designs are a subset of the other's, and that subset holds the other's optimum); it is not solved
       again (``proven``).
-    Members that also set the same budgets and rule out the same options have the same master up to the
-    budget rows: one master each (``masters``), restarted for every member (``Master.restart``) and given the
-    family's cuts. A member's answer is its problem's, proven as a solve alone proves it; the path there
-    differs (fewer master solves and evaluations), so the bound may differ within the MIP gap, and where
-    designs tie within the gap another of them may be the answer. Only ``schedule.order`` lifo or fifo
+    Members that set the same budgets have the same master up to the budget rows and the options their
+    budgets rule out: a master built for the largest budgets (the sweep runs them first) is restarted for
+    every member that rules out at least its options (``Master.restart``: the budget rows take the member's
+    values, the further options are held at 0) and given the family's cuts. A member's answer is its
+    problem's, proven as a solve alone proves it; the path there differs (fewer master solves and
+    evaluations), so the bound may differ within the MIP gap, and where designs tie within the gap another
+    of them may be the answer. Only ``schedule.order`` lifo or fifo
     (optimize's evaluations are timed heuristics), no ``extra`` hook (whose changes to the master cannot be
     re-applied) and no compute order left to choose."""
 
-    #: Masters kept per family (the most recently used): a few budgets' worth of ruled-out options.
+    #: Masters kept per family (the most recently used): a few sets of budgets, or of ruled-out options.
     MASTERS_KEPT = 4
 
     def __init__(self, problem: Problem) -> None:
@@ -216,9 +218,22 @@ class Family:
         return self.eligible(problem, extra) and _budgetless(problem) == self.base
 
     @staticmethod
-    def _master_key(problem: Problem) -> tuple:
+    def _master_key(master: Master) -> tuple:
+        """Which budgets a master sets, and the options its build ruled out."""
+        e = master.md.problem.engine
+        return (e.area_budget_mm2 is None, e.power_budget_w is None, master.ruled_out)
+
+    def _kept_master(self, problem: Problem) -> Master | None:
+        """A kept master that ``problem`` can restart (``Master.restart``), taken out of the family: one that
+        sets the same budgets and whose build ruled out no option ``problem``'s budgets allow; of those, the one
+        that ruled out the most (the fewest columns held at 0), then the most recently used."""
         e = problem.engine
-        return (e.area_budget_mm2 is None, e.power_budget_w is None, tuple(unusable(e)))
+        out = frozenset(unusable(e))
+        fits = [k for k in self.masters if k[:2] == (e.area_budget_mm2 is None, e.power_budget_w is None)
+                and k[2] <= out]
+        if not fits:
+            return None
+        return self.masters.pop(max(reversed(fits), key=lambda k: len(k[2])))
 
     def data(self, problem: Problem) -> ModelData:
         """A member's model data: the family's (iteration, demands, their cache), with the member's problem."""
@@ -240,14 +255,15 @@ class Family:
         gives it back (``assign`` does), so two builds never share one master's budget rows."""
         if search.visits:
             raise ValueError("a family member's search starts with the family's visits only")
-        master = self.masters.pop(self._master_key(md.problem), None)
-        if master is not None and master.compiled is not None:
+        master = self._kept_master(md.problem)
+        if master is not None:
             master.restart(md)
         else:
             master = search.master()
             master.compile()
         search.visits.extend(Visit(*r) for r in self.replays.values() if self._fits(md.problem, r[0].choice))
         search.known = len(search.visits)
+        search.tie_break_last = True  # every design evaluated serves the members after this one
         for v in search.visits:
             master.add_evaluation(v.evaluation)
         master.add_intervals(self.intervals.values())
@@ -259,7 +275,7 @@ class Family:
         self.intervals.update(master.intervals)
         if master.compiled is None:
             return
-        self.masters.pop(key := self._master_key(master.md.problem), None)
+        self.masters.pop(key := self._master_key(master), None)
         self.masters[key] = master
         for old in list(self.masters)[:-self.MASTERS_KEPT]:
             del self.masters[old]
