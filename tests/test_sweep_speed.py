@@ -204,46 +204,36 @@ def test_two_builds_of_one_family_never_share_a_master():
     assert (tight_s.choice, tight_s.iteration_time_s) == (solve(tight).choice, solve(tight).iteration_time_s)
 
 
-def test_batches_keep_families_whole_unless_too_few_to_share_out():
-    tasks = [PointTask(f"k{i}", None) for i in range(12)]
-    three = {f"k{i}": i // 4 for i in range(12)}  # three families of four
-    assert [len(b.tasks) for b in batches(tasks, lambda t: three[t.key], workers=1)] == [4, 4, 4]
-    out = batches(tasks, lambda t: three[t.key], workers=2)  # 3 < 2 a worker: each family split in two
-    assert [len(b.tasks) for b in out] == [2] * 6
-    assert all(len({three[t.key] for t in b.tasks}) == 1 for b in out)
-    assert sorted(t.key for b in out for t in b.tasks) == sorted(t.key for t in tasks)
-    assert [len(b.tasks) for b in batches(tasks, lambda t: 0, workers=2)] == [3, 3, 3, 3]
-    uneven = {f"k{i}": 0 if i < 9 else i for i in range(12)}  # one family of 9, three of 1: largest first
-    assert [len(b.tasks) for b in batches(tasks, lambda t: uneven[t.key], workers=1)] == [9, 1, 1, 1]
-    # whole, one worker would get 9 points and the other 3: the 9 go out in two parts instead (6 and 6)
-    assert [len(b.tasks) for b in batches(tasks, lambda t: uneven[t.key], workers=2)] == [5, 4, 1, 1, 1]
+def test_batches_cut_families_only_where_that_shortens_the_sweep():
+    from codesign.explore.points import SETUP, busiest
+    sizes = lambda out: [len(b.tasks) for b in out]  # noqa: E731
     fives = [PointTask(f"k{i}", None) for i in range(50)]  # five families of ten (ResNet-50's sweep)
-    out = batches(fives, lambda t: int(t.key[1:]) // 10, workers=2)
-    assert [len(b.tasks) for b in out] == [5] * 10  # whole, 30 points against 20
-    odd = {f"k{i}": min(i // 3, 7) for i in range(25)}  # seven families of 3 and one of 4 on 4 workers:
-    seven = batches([PointTask(k, None) for k in odd], lambda t: odd[t.key], workers=4)  # 7 at most, the least
-    assert [len(b.tasks) for b in seven] == [4] + [3] * 7
-    big = {f"k{i}": min(i // 3, 7) for i in range(4021)}  # seven of 3 and one of 4000: only the large one is cut
-    cut = batches([PointTask(k, None) for k in big], lambda t: big[t.key], workers=4)
-    assert sorted(len(b.tasks) for b in cut)[:7] == [3] * 7 and len(cut) > 8
-    backwards = batches(fives, lambda t: int(t.key[1:]) // 10, workers=2, order=lambda t: -int(t.key[1:]))
-    assert [[int(t.key[1:]) for t in b.tasks] for b in backwards[:2]] == [[9, 8, 7, 6, 5], [4, 3, 2, 1, 0]]
-    tens = batches(fives, lambda t: int(t.key[1:]) // 5, workers=2)  # ten families of five: 25 points each
-    assert [len(b.tasks) for b in tens] == [5] * 10 and all(len({int(t.key[1:]) // 5 for t in b.tasks}) == 1
-                                                           for b in tens)
+    tens = lambda t: int(t.key[1:]) // 10  # noqa: E731
+    out = batches(fives, tens, workers=2)
+    assert sizes(out) == [10, 10, 10, 10, 5, 5]  # one family in halves: 25 points and 3 starts each
+    assert busiest(out, 2, SETUP) == 25 + 3 * SETUP < busiest(batches(fives, tens, 2, setup=float("inf")), 2, SETUP)
+    assert sizes(batches(fives, tens, workers=1)) == [10] * 5  # one worker: nothing to gain
+    assert busiest(batches(fives, tens, workers=2, setup=0.0), 2) == 25  # free starts: an even share
+    two = lambda t: int(t.key[1:]) // 25  # noqa: E731  (two families of 25 on four workers: both cut,
+    assert sizes(batches(fives, two, workers=4)) == [13, 13, 12, 12]  # though cutting one alone gains nothing)
+    assert sizes(batches(fives, lambda t: 0, workers=8)) == [7, 7, 6, 6, 6, 6, 6, 6]
+    assert sizes(batches(fives[:40], lambda t: int(t.key[1:]) // 2, workers=2)) == [2] * 20  # even whole
+    backwards = batches(fives, tens, workers=2, order=lambda t: -int(t.key[1:]))
+    assert [int(t.key[1:]) for t in backwards[0].tasks] == [19, 18, 17, 16, 15, 14, 13, 12, 11, 10]
+    assert [[int(t.key[1:]) for t in b.tasks] for b in backwards[-2:]] == [[9, 8, 7, 6, 5], [4, 3, 2, 1, 0]]
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(1, 12), min_size=1, max_size=12), st.integers(1, 6))
-def test_batches_are_whole_families_or_their_equal_parts_and_share_out_evenly(sizes, workers):
-    """Every point in one batch, every batch of one family; a family cut only into equal parts (within one
-    point), and only where keeping them whole left some worker over 10% above an even share."""
-    from codesign.explore.points import _most_points
+@given(st.lists(st.integers(1, 12), min_size=1, max_size=12), st.integers(1, 6), st.sampled_from([0.0, 1.0, 4.0]))
+def test_batches_are_whole_families_or_their_equal_parts_and_never_slower(sizes, workers, setup):
+    """Every point in one batch, every batch of one family, a family cut only into equal parts (within one
+    point), batches largest first, and the estimated sweep never longer than with whole families."""
+    from codesign.explore.points import busiest
     family = {}
     for f, n in enumerate(sizes):
         family.update({f"f{f}p{i}": f for i in range(n)})
     tasks = [PointTask(k, None) for k in family]
-    out = batches(tasks, lambda t: family[t.key], workers)
+    out = batches(tasks, lambda t: family[t.key], workers, setup=setup)
     assert sorted(t.key for b in out for t in b.tasks) == sorted(family)
     assert all(len({family[t.key] for t in b.tasks}) == 1 for b in out)
     assert [len(b.tasks) for b in out] == sorted((len(b.tasks) for b in out), reverse=True)
@@ -251,11 +241,11 @@ def test_batches_are_whole_families_or_their_equal_parts_and_share_out_evenly(si
     for b in out:
         cut.setdefault(family[b.tasks[0].key], []).append(len(b.tasks))
     assert all(max(v) - min(v) <= 1 for v in cut.values())
-    target = max(1.1 * len(tasks) / workers, -(-len(tasks) // workers))
-    assert _most_points(out, workers) <= target
-    whole = batches(tasks, lambda t: family[t.key], workers, per_worker=0, balance=float("inf"))
-    if len(out) > len(whole) and len(sizes) >= 2 * workers:
-        assert _most_points(whole, workers) > target
+    whole = batches(tasks, lambda t: family[t.key], workers, setup=float("inf"))
+    assert len(whole) == len(sizes)
+    assert busiest(out, workers, setup) <= busiest(whole, workers, setup)
+    if len(out) > len(whole):  # a cut only where it shortened the estimate
+        assert busiest(out, workers, setup) < busiest(whole, workers, setup)
 
 
 # ------------------------------------------------------------------ the progress bar

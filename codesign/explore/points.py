@@ -126,20 +126,25 @@ def larger_budgets_first(task: PointTask) -> tuple[float, float]:
     return (-area, -power)
 
 
-def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], workers: int,
-            per_worker: int = 2, balance: float = 1.1,
+#: What starting a family's batch in a worker costs, in points' time (our calibration): its first point is
+#: searched without the cuts and answers of the family's others (ResNet-50's ACE sweep: about ten points'
+#: time; the quickstart's: about one).
+SETUP = 4.0
+
+
+def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], workers: int, setup: float = SETUP,
             order: Callable[[PointTask], Any] | None = None) -> list[BatchTask]:
     """The tasks in batches of one family each (``family_of(task)``: a hashable guess, checked by the worker),
-    largest first. A family split between workers replays its designs and compiles its masters in each, so
-    families stay whole where that shares the points out well enough. With fewer than ``per_worker``
-    families per worker, every family is cut into that many parts per worker (so that every worker has
-    work). Then, if the batches, going out largest first each to the worker with the fewest points so far,
-    would leave some worker more than ``balance`` times an even share (or more than one point over it, the
-    least possible), the largest families are cut too: into near-equal parts of at most a size that steps
-    down until the share is met (five families of ten on two workers would give one worker thirty points
-    and the other twenty: cut in halves, each gets twenty-five). Smaller families stay whole. A family's points
-    keep their order in ``tasks``, or are sorted by ``order`` (a key; the sweep's is ``larger_budgets_first``);
-    its parts are runs of that order."""
+    largest first. A family's points share their replays, cuts and answers in one worker (``Family``), so
+    a family cut between workers pays for its start in each: families stay whole unless cutting more of
+    them shortens the sweep. The sweep's length is estimated as the busiest worker's load when the batches
+    go out largest first, each to the least loaded worker, a batch costing its points plus ``setup``. The
+    family with the largest parts is cut into one more near-equal part, again and again, and the cutting
+    that gave the shortest sweep is kept (the search goes on past a step that does not shorten it, for as
+    many steps as there are workers: two families on four workers shorten only once both are cut). Five
+    families of ten on two workers: one is cut in halves (25 + 3 setups each), not all five (25 + 5).
+    A family's points keep their order in ``tasks``, or are sorted by ``order`` (a key; the sweep's is
+    ``larger_budgets_first``); its parts are runs of that order."""
     groups: dict[Any, list[PointTask]] = {}
     for t in tasks:
         groups.setdefault(family_of(t), []).append(t)
@@ -147,33 +152,41 @@ def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], worke
         for group in groups.values():
             group.sort(key=order)
     w = max(1, workers)
-    parts = max(1, -(-per_worker * w // max(1, len(groups))))
-    target = max(balance * len(tasks) / w, -(-len(tasks) // w))
+    parts = {f: 1 for f in groups}
 
-    def cut(cap: int) -> list[BatchTask]:
+    def cut() -> list[BatchTask]:
         out = []
-        for group in groups.values():
-            k = min(len(group), max(parts, -(-len(group) // cap)))
-            at = 0
+        for f, group in groups.items():
+            k, at = parts[f], 0
             for i in range(k):  # k parts in that order, their sizes within one point of each other
                 chunk = tuple(group[at:at + len(group) // k + (i < len(group) % k)])
                 at += len(chunk)
                 out.append(BatchTask(chunk[0].key, chunk))
         return sorted(out, key=lambda b: -len(b.tasks))  # stable: family order among equals
 
-    cap = max((len(g) for g in groups.values()), default=1)
-    while True:
-        out = cut(cap)  # at cap 1 every point is a batch, which meets the target
-        if cap == 1 or _most_points(out, w) <= target:
-            return out
-        cap = max(1, cap - max(1, cap // 8))
+    best = cut()
+    shortest, since = busiest(best, w, setup), 0
+    while since < w:
+        open_ = [f for f in groups if parts[f] < len(groups[f])]
+        if not open_:
+            break
+        f = max(open_, key=lambda f: -(-len(groups[f]) // parts[f]))  # the largest parts; the first among equals
+        parts[f] += 1
+        out = cut()
+        span = busiest(out, w, setup)
+        if span < shortest - 1e-9:
+            best, shortest, since = out, span, 0
+        else:
+            since += 1
+    return best
 
 
-def _most_points(work: list[BatchTask], workers: int) -> int:
-    """The most points a worker gets when ``work`` goes out in order, each batch to the least loaded."""
-    loads = [0] * workers
+def busiest(work: list[BatchTask], workers: int, setup: float = 0.0) -> float:
+    """The busiest worker's load when ``work`` goes out in order, each batch to the least loaded worker, a
+    batch costing its points plus ``setup``."""
+    loads = [0.0] * max(1, workers)
     for b in work:
-        heapq.heapreplace(loads, loads[0] + len(b.tasks))
+        heapq.heapreplace(loads, loads[0] + len(b.tasks) + setup)
     return max(loads)
 
 
