@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import InfeasibleError, SpecError
 from ..pipeline.solution import Solution, design_text
-from ..pipeline.solve import Extra, solve
+from ..pipeline.solve import Extra, Family, solve
 from ..problem.model import Objective, Problem
 
 METRICS = ("iteration_time", "area", "power", "network_cost")
@@ -115,11 +115,26 @@ class _Tracer:
                  progress: FrontProgress | None = None) -> None:
         self.problem, self.time_limit, self.extra, self.solves = problem, time_limit, extra, 0
         self.progress, self.fraction = progress, 0.0
+        self.families: list[Family] = []
+
+    def _family(self, problem: Problem) -> Family | None:
+        """The family of ``problem`` among this front's solves (made on first use; None if it cannot have one):
+        the epsilon solves of one objective differ only in their budgets, so they share their replays, cuts
+        and masters (``pipeline.solve.Family``)."""
+        if not Family.eligible(problem, self.extra):
+            return None
+        for f in self.families:
+            if f.admits(problem, self.extra):
+                return f
+        self.families.append(Family(problem))
+        del self.families[:-2]  # the epsilon solves of one objective come together
+        return self.families[-1]
 
     def _solve(self, first: str, limits: dict[str, float | None]) -> Solution:
         self.solves += 1
         try:
-            return solve(_limited(self.problem, first, limits), time_limit=self.time_limit, extra=self.extra)
+            q = _limited(self.problem, first, limits)
+            return solve(q, time_limit=self.time_limit, extra=self.extra, family=self._family(q))
         finally:
             if self.progress:
                 self.progress(self.solves, self.fraction)

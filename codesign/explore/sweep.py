@@ -6,7 +6,7 @@
 The steps: ``plan`` edits the problem's YAML document at each point and validates it (so a wrong path
 or value is one SpecError before anything runs), ``run_plan`` sends the validated problems (data, never
 Pyomo models, which do not pickle) to an executor -- a local process pool by default, or Dask -- in
-batches of points that differ only in budgets (a worker shares their master and replays,
+batches of points that differ only in budgets (a worker shares their master, replays, cuts and answers,
 ``pipeline.solve.Family``), and appends each finished point to the results CSV as one line, so a sweep
 killed at any moment, even by SIGKILL, keeps every point its workers returned. A point's key is a
 digest of its problem's content (not its spelling: "25GB/s" and 25e9 are the same point) and of the
@@ -52,7 +52,8 @@ if TYPE_CHECKING:
 
 MODES = ("grid", "one_at_a_time")
 #: Key paths that only change the master's right-hand sides: points that differ in these alone are one family
-#: (``pipeline.solve.Family``), batched together so that a worker shares the master and the replays.
+#: (``pipeline.solve.Family``), batched together so that a worker shares the master, the replays, the cuts and
+#: the answers.
 BUDGET_PATHS = ("engine.area_budget", "engine.power_budget")
 TAIL_COLUMNS = ("evaluations", "master_solves", "worker", "wall_s")
 
