@@ -151,10 +151,20 @@ def test_members_share_one_master_and_each_design_s_replay():
     p = load_problem(QUICK)
     fam = Family(p)
     first = solve(p, family=fam)
-    (master,), replays = fam.masters.values(), dict(fam.replays)
-    second = solve(dataclasses.replace(p, engine=dataclasses.replace(p.engine, area_budget_mm2=2.9)), family=fam)
+    (master,) = fam.masters.values()
+    # a budget the first answer does not fit: solved, on the same master restarted, its designs' replays the
+    # family's (the first answer's design among them, evaluated once)
+    tight = dataclasses.replace(p, engine=dataclasses.replace(p.engine, area_budget_mm2=0.99 * first.area_mm2))
+    second = solve(tight, family=fam)
+    assert second.master_solves > 0 and second.area_mm2 < first.area_mm2
     assert list(fam.masters.values()) == [master] and master.compiled is not None
-    assert first.choice == second.choice and second.sim is replays[tuple(sorted(first.choice.items()))][2].sim
+    assert second.sim is fam.replays[tuple(sorted(second.choice.items()))][2].sim
+    assert first.sim is fam.replays[tuple(sorted(first.choice.items()))][2].sim
+    # a budget of the answer's area as written (2.9 mm^2 against a sum of 2.9000000000000004): the answer fits
+    written = float(f"{first.area_mm2:.6g}")
+    assert written < first.area_mm2
+    assert solve(dataclasses.replace(p, engine=dataclasses.replace(p.engine, area_budget_mm2=written)),
+                 family=fam).master_solves == 0
 
 
 def test_an_answer_settles_the_smaller_budgets_it_fits_and_no_others():
@@ -217,6 +227,8 @@ def test_batches_cut_families_only_where_that_shortens_the_sweep():
     two = lambda t: int(t.key[1:]) // 25  # noqa: E731  (two families of 25 on four workers: both cut,
     assert sizes(batches(fives, two, workers=4)) == [13, 13, 12, 12]  # though cutting one alone gains nothing)
     assert sizes(batches(fives, lambda t: 0, workers=8)) == [7, 7, 6, 6, 6, 6, 6, 6]
+    hundred = [PointTask(f"{f}/{i}", None) for f in range(100) for i in range(100)]  # on 64 workers: all in 3
+    assert sizes(batches(hundred, lambda t: t.key.split("/")[0], workers=64)) == [34] * 100 + [33] * 200
     assert sizes(batches(fives[:40], lambda t: int(t.key[1:]) // 2, workers=2)) == [2] * 20  # even whole
     backwards = batches(fives, tens, workers=2, order=lambda t: -int(t.key[1:]))
     assert [int(t.key[1:]) for t in backwards[0].tasks] == [19, 18, 17, 16, 15, 14, 13, 12, 11, 10]
@@ -225,10 +237,9 @@ def test_batches_cut_families_only_where_that_shortens_the_sweep():
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(1, 12), min_size=1, max_size=12), st.integers(1, 6), st.sampled_from([0.0, 1.0, 4.0]))
-def test_batches_are_whole_families_or_their_equal_parts_and_never_slower(sizes, workers, setup):
+def test_batches_are_whole_families_or_their_equal_parts(sizes, workers, setup):
     """Every point in one batch, every batch of one family, a family cut only into equal parts (within one
-    point), batches largest first, and the estimated sweep never longer than with whole families."""
-    from codesign.explore.points import busiest
+    point), batches largest first."""
     family = {}
     for f, n in enumerate(sizes):
         family.update({f"f{f}p{i}": f for i in range(n)})
@@ -243,9 +254,26 @@ def test_batches_are_whole_families_or_their_equal_parts_and_never_slower(sizes,
     assert all(max(v) - min(v) <= 1 for v in cut.values())
     whole = batches(tasks, lambda t: family[t.key], workers, setup=float("inf"))
     assert len(whole) == len(sizes)
-    assert busiest(out, workers, setup) <= busiest(whole, workers, setup)
-    if len(out) > len(whole):  # a cut only where it shortened the estimate
-        assert busiest(out, workers, setup) < busiest(whole, workers, setup)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=4), st.integers(1, 4), st.sampled_from([0.0, 1.0, 4.0]))
+def test_batches_come_near_the_best_cutting(sizes, workers, setup):
+    """The estimated sweep within 25% of the shortest any cutting into near-equal parts gives (every one
+    tried, each sent out the same way): 1.2 at worst in 3,000 random cases when the rule was set."""
+    import heapq
+    import itertools
+
+    from codesign.explore.points import busiest
+    family = {f"f{f}p{i}": f for f, n in enumerate(sizes) for i in range(n)}
+    out = batches([PointTask(k, None) for k in family], lambda t: family[t.key], workers, setup=setup)
+    best = float("inf")
+    for parts in itertools.product(*(range(1, n + 1) for n in sizes)):
+        loads = [0.0] * workers
+        for b in sorted((n // k + (i < n % k) for n, k in zip(sizes, parts) for i in range(k)), reverse=True):
+            heapq.heapreplace(loads, loads[0] + b + setup)
+        best = min(best, max(loads))
+    assert busiest(out, workers, setup) <= 1.25 * best
 
 
 # ------------------------------------------------------------------ the progress bar

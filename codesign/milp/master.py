@@ -74,6 +74,12 @@ class Evaluation:
     plateau: frozenset[str] = frozenset()
 
 
+def within(value: float, budget: float) -> bool:
+    """Whether ``value`` is within ``budget``, up to the rounding of the sums that make it (1e-12, relative
+    and absolute): the one test of a budget, for the options it rules out and the designs it admits."""
+    return value <= budget * (1 + 1e-12) + 1e-12
+
+
 def unusable(engine) -> list[tuple[str, int]]:
     """Options that cannot fit a budget even with the smallest options of every other resource."""
     out = []
@@ -84,7 +90,7 @@ def unusable(engine) -> list[tuple[str, int]]:
         base = getattr(engine, f"fixed_{attr}") + sum(floor.values())
         for r in engine.sized:
             for o, opt in enumerate(engine.options(r)):
-                if base - floor[r] + getattr(opt, attr) > budget * (1 + 1e-12) + 1e-12:
+                if not within(base - floor[r] + getattr(opt, attr), budget):
                     out.append((r, o))
     return sorted(set(out))
 
@@ -193,7 +199,7 @@ class Master:
                     continue
                 costs = net.option_costs(topo, d)
                 for o, c in enumerate(costs):  # options no other dimensions' choice can pay for
-                    if floor - min(costs) + c > net.budget * (1 + 1e-12) + 1e-12:
+                    if not within(floor - min(costs) + c, net.budget):
                         m.y[r, o].fix(0)
             m.network_budget = pyo.Constraint(expr=m.network_cost <= net.budget * (1 + 1e-12) + 1e-12)
 

@@ -171,8 +171,9 @@ class Search:
             left = self.deadline - time.perf_counter()
             if left <= 0:
                 return self._stopped(master, solves, bound, stats, cuts)
-            # before the first evaluation, keep a tenth of the time to evaluate what the master finds
-            stats = master.solve(solver, left if self.visits else 0.9 * left)
+            # before its first evaluation, keep a tenth of the time to evaluate what the master finds (known
+            # visits, a family's, need none)
+            stats = master.solve(solver, left if self.evaluated else 0.9 * left)
             solves += 1
             if stats.status == "infeasible":
                 return SearchResult("infeasible", None, None, None, solves, stats.size, stats, cuts)

@@ -29,7 +29,7 @@ import pyomo.environ as pyo
 from ..errors import InfeasibleError, SolverError
 from ..milp.compute_order import with_compute_order
 from ..milp.data import TIME_UNIT, ModelData, check_ranges, model_data
-from ..milp.master import Evaluation, Master, unusable
+from ..milp.master import Evaluation, Master, unusable, within
 from ..platform.endpoint import Design, Engine, design_area_mm2, design_of, design_power_w
 from ..platform.engines import engine_kind
 from ..problem.model import Problem, at_design
@@ -155,7 +155,7 @@ def precheck(p: Problem) -> None:
         raise InfeasibleError(f"power budget {e.power_budget_w:g} W < smallest configuration "
                               f"{e.min_power_w():g} W (short by {e.min_power_w() - e.power_budget_w:g} W)")
     net = p.network
-    if net is not None and net.budget is not None and net.min_cost(p.topology) > net.budget * (1 + 1e-12) + 1e-12:
+    if net is not None and net.budget is not None and not within(net.min_cost(p.topology), net.budget):
         least = net.min_cost(p.topology)
         raise InfeasibleError(f"network cost budget {net.budget:g} {net.unit} < cheapest network {least:g} {net.unit} "
                               f"(short by {least - net.budget:g} {net.unit})")
@@ -241,10 +241,11 @@ class Family:
 
     @staticmethod
     def _fits(problem: Problem, choice: dict[str, int]) -> bool:
-        """Whether a design is within ``problem``'s area and power budgets (exactly: no tolerance)."""
+        """Whether a design is within ``problem``'s area and power budgets (``within``: the test that rules
+        options out; the master's budget rows admit it too)."""
         e = problem.engine
-        return ((e.area_budget_mm2 is None or design_area_mm2(e, choice) <= e.area_budget_mm2)
-                and (e.power_budget_w is None or design_power_w(e, choice) <= e.power_budget_w))
+        return ((e.area_budget_mm2 is None or within(design_area_mm2(e, choice), e.area_budget_mm2))
+                and (e.power_budget_w is None or within(design_power_w(e, choice), e.power_budget_w)))
 
     def master(self, md: ModelData, search: Search) -> Master:
         """The master of a member (``md``), with the family's cuts: a kept one restarted to what
@@ -330,7 +331,7 @@ class Family:
 
 def _budget(value: float, unit: str) -> str:
     """A budget as the note on an answer proven by another member writes it ("none" for no budget)."""
-    return "none" if value == float("inf") else f"{value:.6g} {unit}"
+    return "none" if value == float("inf") else f"{value:.12g} {unit}"
 
 
 @dataclass
@@ -371,7 +372,8 @@ def build(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     """The first stage of ``solve``: check the problem, gather its model data and build the master MILP
     (with ``extra`` applied). The arguments are ``solve``'s; the time limit counts from ``started``.
     ``family``: a ``Family`` that ``problem`` belongs to (``Family.admits``), whose model data, master,
-    replays and cuts the solve uses and extends; the answer is the same as without it, within the MIP gap."""
+    replays and cuts the solve uses and extends; the answer is the same as without it, within the MIP gap
+    (when no time limit cuts either search short: a member that reads what the family knows gets further)."""
     t0 = time.perf_counter() if started is None else started
     precheck(problem)
     limit = time_limit if time_limit is not None else problem.solver.time_limit_s
@@ -453,7 +455,8 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     ``started``: the ``time.perf_counter()`` the time limit counts from (the command line passes its
     own start, so the limit is the whole command's); default: now.
     ``family``: a ``Family`` the problem belongs to (``build``'s): its answer may be an earlier member's
-    (``Family.proven``), or proven with the family's cuts; the same answer as without it, within the MIP gap.
+    (``Family.proven``), or proven with the family's cuts; the same answer as without it, within the MIP gap
+    (when no time limit cuts either search short).
     Raises InfeasibleError (with the reason) or SolverError.
     """
     if family is not None and not diagnose and family.admits(problem, extra):
