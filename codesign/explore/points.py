@@ -154,9 +154,8 @@ def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], worke
         for group in groups.values():
             group.sort(key=order)
     w = max(1, workers)
-    parts = {f: 1 for f in groups}
 
-    def cut() -> list[BatchTask]:
+    def cut(parts: dict[Any, int]) -> list[BatchTask]:
         out = []
         for f, group in groups.items():
             k, at = parts[f], 0
@@ -166,33 +165,34 @@ def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], worke
                 out.append(BatchTask(chunk[0].key, chunk))
         return sorted(out, key=lambda b: -len(b.tasks))  # stable: family order among equals
 
-    best = cut()
-    shortest, since = busiest(best, w, setup), 0
+    parts = {f: 1 for f in groups}
+    best = [cut(parts)]
+    shortest = [busiest(best[0], w, setup)]
+
+    def shorter(parts: dict[Any, int]) -> bool:
+        """Whether cutting by ``parts`` shortens the sweep (it is then the best)."""
+        out = cut(parts)
+        span = busiest(out, w, setup)
+        if span < shortest[0] - 1e-9:
+            best[0], shortest[0] = out, span
+            return True
+        return False
+
+    since = 0
     while since < w:
         open_ = [f for f in groups if parts[f] < len(groups[f])]
         if not open_:
             break
         f = max(open_, key=lambda f: -(-len(groups[f]) // parts[f]))  # the largest parts; the first among equals
         parts[f] += 1
-        out = cut()
-        span = busiest(out, w, setup)
-        if span < shortest - 1e-9:
-            best, shortest, since = out, span, 0
-        else:
-            since += 1
+        since = 0 if shorter(parts) else since + 1
     # many equal families on fewer workers shorten only once every one is cut, more steps than the search
     # above waits for: also every family cut into the same k parts, while that keeps shortening
     k, since = 2, 0
     while since < 2 and k <= max((len(g) for g in groups.values()), default=1):
-        parts = {f: min(k, len(g)) for f, g in groups.items()}
-        out = cut()
-        span = busiest(out, w, setup)
-        if span < shortest - 1e-9:
-            best, shortest, since = out, span, 0
-        else:
-            since += 1
+        since = 0 if shorter({f: min(k, len(g)) for f, g in groups.items()}) else since + 1
         k += 1
-    return best
+    return best[0]
 
 
 def busiest(work: list[BatchTask], workers: int, setup: float = 0.0) -> float:
