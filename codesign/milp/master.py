@@ -52,6 +52,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..platform.costs import compute_time_terms
+from ..platform.endpoint import design_area_mm2, design_power_w
 from ..platform.engines import engine_kind
 from ..platform.network import key as net_key
 from ..platform.pools import sram_need
@@ -422,6 +423,20 @@ class Master:
         """T >= f(d) wherever the design is d's (or d's plateau), and nothing new elsewhere."""
         slack = max(0.0, ev.period_us - self.P)
         self._cut(self.model.visited, self.model.T >= ev.period_us - slack * sum(self._away(ev.choice, ev.plateau)))
+
+    def admits(self, choice: dict[str, int]) -> bool:
+        """Whether the design ``choice`` is within the area, power and network budgets (``within``). The
+        master's own rows do not say so exactly: HiGHS takes a binary within its integrality tolerance (1e-6)
+        of 0 or 1, so a budget row can hold at a solution whose design, rounded, is over the budget by up to
+        that share of its area (a 3.5 mm^2 design under a 3.4999995 mm^2 budget, at y = 0.9999997)."""
+        e = self.engine
+        if e.area_budget_mm2 is not None and not within(design_area_mm2(e, choice), e.area_budget_mm2):
+            return False
+        if e.power_budget_w is not None and not within(design_power_w(e, choice), e.power_budget_w):
+            return False
+        net = self.network
+        return net is None or net.budget is None or within(sum(net.costs(self.md.problem.topology, choice)),
+                                                           net.budget)
 
     def exclude(self, choice: dict[str, int], plateau: frozenset[str] = frozenset()) -> None:
         """Forbid the design ``choice`` and, with ``plateau``, the designs larger than it in those resources

@@ -182,6 +182,10 @@ class Search:
             if not stats.has_solution:
                 return self._stopped(master, solves, bound, stats, cuts)
             choice = choice_from(master)
+            if not master.admits(choice):  # over a budget once its binaries are rounded: not a design to take
+                master.exclude(choice)
+                cuts += 1
+                continue
             if stats.status != "optimal":  # out of time: evaluate the master's design if it is new, and stop
                 if self.find(choice) is None and (not self.visits or self._time_for_one_more()):
                     self._evaluate(choice)
@@ -197,6 +201,10 @@ class Search:
                 # (and which, once evaluated at the optimum, is the least-area optimal design)
                 if master.smallest_at(solver, T_us * (1 + TIE), max(0.01, self.deadline - time.perf_counter())):
                     choice = choice_from(master)
+                    if not master.admits(choice):
+                        master.exclude(choice)
+                        cuts += 1
+                        continue
             visit = self.find(choice)
             if visit is None:
                 if not self._time_for_one_more():
@@ -252,6 +260,10 @@ class Search:
                 timed_out = True
                 break
             choice = choice_from(master)
+            if not master.admits(choice):  # over a budget once rounded (Master.admits)
+                master.exclude(choice)
+                cuts += 1
+                continue
             T_us = pyo.value(master.model.T)
             added = master.interval_cuts(choice, T_us)
             if added:
@@ -261,6 +273,10 @@ class Search:
                     and master.smallest_at(solver, T_us * (1 + TIE), max(0.01, self.deadline - time.perf_counter()))):
                 # the least-area design at the bound: the evaluator's replays of it cover the larger ones
                 choice = choice_from(master)
+                if not master.admits(choice):
+                    master.exclude(choice)
+                    cuts += 1
+                    continue
             best = self._best_bounded(master)
             if best is not None and remaining is not None and _upper(master, best) <= remaining * (1 + gap):
                 break  # no design left can beat the best found
