@@ -99,3 +99,18 @@ def test_no_answer_is_over_its_budget_once_its_binaries_are_rounded(catalog):
             q = dataclasses.replace(base, engine=dataclasses.replace(e, area_budget_mm2=a - below))
             s = solve(q)
             assert s.status == "optimal" and within(s.area_mm2, a - below), (a, below, s.area_mm2)
+
+
+def test_a_member_under_an_infeasible_member_s_budgets_is_infeasible_without_a_solve():
+    p = parse_problem(load_yaml(QUICK), "quickstart.yaml")
+    p = dataclasses.replace(p, objective=Objective("area", 300e-6))  # faster than any design replays
+    at = lambda a: dataclasses.replace(p, engine=dataclasses.replace(p.engine, area_budget_mm2=a))  # noqa: E731
+    family = Family(p)
+    with pytest.raises(InfeasibleError, match="target 300 us < best achievable") as larger:
+        solve(at(3.0), family=family)
+    with pytest.raises(InfeasibleError) as smaller:
+        solve(at(2.0), family=family)
+    assert str(smaller.value) == ("infeasible as under budgets at least this point's, which admit every design "
+                                  f"these admit (area 3 mm^2, power none): {larger.value}")
+    with pytest.raises(InfeasibleError, match="^iteration-time target 300 us < best achievable"):
+        solve(at(3.5), family=family)  # larger budgets: solved, and proven infeasible on their own

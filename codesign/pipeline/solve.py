@@ -181,7 +181,7 @@ class Family:
     - an answer: a member whose budgets are no larger than those of a member solved to optimality, and
       within whose budgets that member's design fits, has the same answer, proven by the same bound (its
       designs are a subset of the other's, and that subset holds the other's optimum); it is not solved
-      again (``proven``).
+      again (``proven``). Nor is one whose budgets are no larger than those of a member proven infeasible.
     Members that set the same budgets have the same master up to the budget rows and the options their
     budgets rule out: a master built for the largest budgets (the sweep runs them first) is restarted for
     every member that rules out at least its options (``Master.restart``: the budget rows take the member's
@@ -204,6 +204,8 @@ class Family:
         self.intervals: dict[tuple, tuple] = {}  # every interval cut a member's master added (Master.intervals)
         #: the members' optimal answers with their (area, power) budgets (inf: none), for ``proven``
         self.answers: list[tuple[float, float, Solution]] = []
+        #: the members proven infeasible: their (area, power) budgets and why, for ``proven``
+        self.infeasible: list[tuple[float, float, str]] = []
 
     @staticmethod
     def eligible(problem: Problem, extra: Extra | None = None) -> bool:
@@ -293,13 +295,23 @@ class Family:
         if sol.status == "optimal":
             self.answers.append((*self.budgets(problem), sol))
 
+    def remember_infeasible(self, problem: Problem, why: str) -> None:
+        """Keep a member proven infeasible (``InfeasibleError``'s message) for ``proven``."""
+        self.infeasible.append((*self.budgets(problem), why))
+
     def proven(self, problem: Problem, started: float) -> Solution | None:
         """``problem``'s answer if an earlier member's settles it: a member solved to optimality under
         budgets at least ``problem``'s (so every design within ``problem``'s budgets was within its) whose
         design fits ``problem``'s budgets (so it is among them, and no design among them does better: the
         other member's bound holds for them all). The same design, schedule, status and bound, with no master
-        solve and no evaluation of its own (None if no member settles it)."""
+        solve and no evaluation of its own (None if no member settles it). Raises InfeasibleError if a
+        member under budgets at least ``problem``'s was proven infeasible (no design within those, so none
+        within these)."""
         area, power = self.budgets(problem)
+        for a, w, why in self.infeasible:
+            if a >= area and w >= power:
+                raise InfeasibleError(f"infeasible as under budgets at least this point's, which admit every design "
+                                      f"these admit (area {_budget(a, 'mm^2')}, power {_budget(w, 'W')}): {why}")
         for a, w, sol in reversed(self.answers):
             if a >= area and w >= power and self._fits(problem, sol.choice):
                 return dataclasses.replace(
@@ -464,8 +476,13 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
         known = family.proven(problem, time.perf_counter() if started is None else started)
         if known is not None:
             return known
-    built = build(problem, time_limit=time_limit, extra=extra, refine_s=refine_s, started=started, family=family)
-    return assign(built, run(built), diagnose=diagnose)
+    try:
+        built = build(problem, time_limit=time_limit, extra=extra, refine_s=refine_s, started=started, family=family)
+        return assign(built, run(built), diagnose=diagnose)
+    except InfeasibleError as e:
+        if family is not None and family.admits(problem, extra):
+            family.remember_infeasible(problem, str(e))
+        raise
 
 
 def _answer(search: Search, master: Master, res: SearchResult, optimize: bool,
