@@ -9,6 +9,8 @@ This is logic-based Benders decomposition (``milp/master.py`` explains the maste
    cut, and solve again;
 4. otherwise the master's best design is an evaluated one, whose period in the master is exactly the
    evaluation's: the master's bound proves it optimal (within the MIP gap).
+A design the master proposes that is over a budget once its binaries are rounded (HiGHS takes a binary
+within 1e-6 of 0 or 1) is cut off and the master solved again (``Master.admits``).
 So what is reported is what the simulator says the design does, and "optimal" means that no design
 within the constraints does better in the simulator. All rounds share one deadline; when it passes,
 the best evaluated design is returned with the master's last bound (status ``time_limit``).
