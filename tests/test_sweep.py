@@ -53,6 +53,41 @@ def test_a_worker_that_dies_fails_only_its_own_point_not_its_batch(tmp_path):
     assert (df[(df[BW] == 50e9) & ~bad]["status"] == "optimal").all()
 
 
+def test_a_pool_that_breaks_while_tasks_go_in_loses_none_of_them(monkeypatch):
+    """A pool can break (a worker dead) while the runner is still handing it tasks: submit then raises.
+    The tasks not yet handed over are pending in a broken pool, run again in a new one, never lost and
+    never a traceback. The pool here breaks at its second submit, twice, then works (it runs tasks inline)."""
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from codesign.explore.executors import PoolRunner
+    from codesign.explore.points import PointTask
+    pools = []
+
+    class Breaking:
+        def __init__(self) -> None:
+            self.sent, self.breaks = 0, len(pools) < 2
+            pools.append(self)
+
+        def submit(self, fn, task):
+            self.sent += 1
+            if self.breaks and self.sent == 2:
+                raise BrokenProcessPool("a worker died")
+            f = Future()
+            f.set_result(fn(task))
+            return f
+
+        def shutdown(self, **kw) -> None:
+            pass
+
+    runner = PoolRunner(2, fn=lambda t: {"status": "optimal", "key": t.key})
+    monkeypatch.setattr(runner, "_start", Breaking)
+    tasks = [PointTask(f"k{i}", None) for i in range(5)]
+    rows = dict((t.key, row) for t, row in runner.run(tasks))
+    assert sorted(rows) == [t.key for t in tasks] and all(r["status"] == "optimal" for r in rows.values())
+    assert len(pools) == 3  # two broken pools, then one that ran the rest
+
+
 def test_pool_results_equal_direct_solves_and_a_failed_point_does_not_stop_the_sweep(tmp_path):
     params = {BW: "25GB/s,50GB/s,100GB/s", "engine.area_budget": "0.5mm^2,3mm^2"}
     df = sweep(QUICK, params, workers=2, out=tmp_path / "r.csv", extra=fail_at_50)

@@ -105,8 +105,17 @@ class PoolRunner:
         pending, attempts, suspects = list(tasks), Counter(), []
         while pending:
             self._ex = self._start()
-            futures = {self._ex.submit(self.fn, t): t for t in pending}
+            futures, unsent = {}, []
+            for i, t in enumerate(pending):
+                try:
+                    futures[self._ex.submit(self.fn, t)] = t
+                except BrokenProcessPool:  # it broke while the tasks went in: the rest were pending in it
+                    unsent = pending[i:]
+                    break
             pending = []
+            for t in unsent:
+                attempts[t.key] += 1
+                (pending if attempts[t.key] < MAX_ATTEMPTS else suspects).append(t)
             for f in as_completed(futures):
                 t = futures[f]
                 try:
