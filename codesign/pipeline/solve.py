@@ -351,8 +351,10 @@ class Built:
     """A solve built and not yet run (``build``): the problem's model data, the search that evaluates
     designs in the simulator, and its master MILP. Between ``build`` and ``run`` the master can be read
     (``model``, the Pyomo model) or written (``write``); it is compiled for HiGHS at its first solve.
-    Constraints of your own go in through ``build``'s ``extra``: the tie-break and the explanation of an
-    infeasible problem build further masters, and each gets the hook."""
+    (Built with a ``family``, it is compiled already and holds the family's cuts; a restarted one holds the
+    options its budgets rule out beyond its build's at 0 in HiGHS only.) Constraints of your own go in
+    through ``build``'s ``extra``: the tie-break and the explanation of an infeasible problem build further
+    masters, and each gets the hook."""
 
     problem: Problem
     md: ModelData
@@ -476,6 +478,7 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
         known = family.proven(problem, time.perf_counter() if started is None else started)
         if known is not None:
             return known
+    built = None
     try:
         built = build(problem, time_limit=time_limit, extra=extra, refine_s=refine_s, started=started, family=family)
         return assign(built, run(built), diagnose=diagnose)
@@ -483,6 +486,9 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
         if family is not None and family.admits(problem, extra):
             family.remember_infeasible(problem, str(e))
         raise
+    finally:
+        if family is not None and built is not None:
+            family.keep(built.master)  # (assign keeps it too, on an answer: keeping twice changes nothing)
 
 
 def _answer(search: Search, master: Master, res: SearchResult, optimize: bool,
