@@ -143,3 +143,24 @@ def test_keys_follow_content_not_spelling_or_labels(tmp_path):
     assert point_key(p, extra=test_apply_edits_a_copy) != point_key(p)
     d = plan(QUICK, {"engine.endpoint_delay": ["11 ns"], "topology.dims[1].bandwidth": ["25GB/s"]})
     assert d.points[0].key != a.points[0].key                        # and so is every value of the problem
+
+
+@pytest.mark.parametrize("name", ["quickstart.yaml", "llm/gpt_7b_ace_64npu.yaml", "resnet50_ace_torus3d.yaml",
+                                  "libra/gpt3_3d.yaml", "astra/transformer_hybrid_ace_torus3d.yaml"])
+def test_keys_are_the_digest_of_the_problem_as_dataclasses_asdict_writes_it(name):
+    """The key walks the problem itself rather than through ``dataclasses.asdict`` (a deep copy), and must give
+    the digests that files written before keep (a results file resumes by them)."""
+    import dataclasses
+    import hashlib
+    import json
+
+    from codesign.problem.load import load_problem
+    p = load_problem(ROOT / "problems" / name)
+    d = dataclasses.asdict(p)
+    for k in ("name", "description", "path"):
+        d.pop(k, None)
+    d["workload"].pop("source", None)
+    d["workload"].pop("name", None)
+    for limit in (None, 5.0):
+        text = json.dumps([d, {"time_limit": limit, "extra": None, "checks": []}], sort_keys=True, default=repr)
+        assert point_key(p, time_limit=limit) == hashlib.sha256(text.encode()).hexdigest()[:20]
