@@ -199,6 +199,17 @@ def test_an_answer_settles_the_smaller_budgets_it_fits_and_no_others():
         fam.keep(b.master)
 
 
+def test_a_hinted_design_is_evaluated_before_the_first_master_solve():
+    p = load_problem(QUICK)
+    alone = solve(p)
+    fam = Family(p)
+    fam.hint([{"sram": 0}, {"sram": 9, "alu": 0, "dma": 0}, dict(alone.choice)])  # not designs of it: ignored
+    assert fam.hints == [alone.choice]
+    got = solve(p, family=fam)
+    assert (got.choice, got.iteration_time_s, got.status) == (alone.choice, alone.iteration_time_s, "optimal")
+    assert next(iter(fam.replays)) == tuple(sorted(alone.choice.items()))  # the first design replayed
+
+
 def test_two_builds_of_one_family_never_share_a_master():
     """A kept master leaves the family while a build holds it: built side by side, each member answers
     under its own budgets (a shared master's budget rows would be the last build's)."""

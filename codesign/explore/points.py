@@ -60,6 +60,10 @@ _SOLVE_LOCK = threading.Lock()  # one HiGHS solve per process at a time, whateve
 #: batches, so a family whose points came in several batches is built once per worker.
 FAMILIES_KEPT = 2
 _families: list[Family] = []  # most recently used last; guarded by _SOLVE_LOCK
+#: How many of this process's latest answers a new family is given to evaluate first (``Family.hint``): a
+#: family of the next bandwidth often has the same answers at the same budgets.
+HINTS_KEPT = 10
+_answers: list[dict[str, int]] = []  # the latest answers' designs, most recent last; guarded by _SOLVE_LOCK
 
 
 def _family(task: PointTask) -> Family | None:
@@ -72,6 +76,7 @@ def _family(task: PointTask) -> Family | None:
             _families.append(f)
             return f
     f = Family(task.problem)
+    f.hint(_answers)
     _families.append(f)
     del _families[:-FAMILIES_KEPT]
     return f
@@ -99,6 +104,9 @@ def run_point(task: PointTask) -> dict[str, Any]:
     try:
         with _SOLVE_LOCK:
             sol = solve(task.problem, time_limit=task.time_limit, extra=task.extra, family=_family(task))
+            if sol.choice not in _answers:
+                _answers.append(dict(sol.choice))
+                del _answers[:-HINTS_KEPT]
         row.update(solution_row(sol))
         for check in task.checks:
             try:

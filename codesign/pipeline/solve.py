@@ -206,6 +206,7 @@ class Family:
         self.answers: list[tuple[float, float, Solution]] = []
         #: the members proven infeasible: their (area, power) budgets and why, for ``proven``
         self.infeasible: list[tuple[float, float, str]] = []
+        self.hints: list[dict[str, int]] = []  # designs to evaluate before a member's first master solve (hint)
 
     @staticmethod
     def eligible(problem: Problem, extra: Extra | None = None) -> bool:
@@ -258,6 +259,10 @@ class Family:
         gives it back (``assign`` does), so two builds never share one master's budget rows."""
         if search.visits:
             raise ValueError("a family member's search starts with the family's visits only")
+        evaluate = self.evaluator(md)
+        for c in self.hints:
+            if self._fits(md.problem, c):
+                evaluate(c)  # once for the family: the evaluator keeps its replays
         master = self._kept_master(md.problem)
         if master is not None:
             master.restart(md)
@@ -271,6 +276,17 @@ class Family:
             master.add_evaluation(v.evaluation)
         master.add_intervals(self.intervals.values())
         return master
+
+    def hint(self, choices: list[dict[str, int]]) -> None:
+        """Designs worth evaluating before a member's first master solve, e.g. the answers of the family
+        solved before this one (the last bandwidth's, in a sweep along bandwidths): a member whose answer is
+        one of them then proves it in one round instead of several. Any evaluation is a valid cut, whatever
+        suggested it, so a hint changes the path to a proof, never the proof. Designs not of this family's
+        design space are ignored."""
+        space = self.md.space
+        for c in choices:
+            if set(c) == set(space) and all(0 <= o < len(space[r]) for r, o in c.items()) and c not in self.hints:
+                self.hints.append(dict(c))
 
     def keep(self, master: Master) -> None:
         """Keep a member's master, once a solve has compiled it, for the next member with its key, and the
