@@ -17,7 +17,7 @@ from codesign.errors import InfeasibleError
 from codesign.explore.points import PointTask, batches
 from codesign.explore.sweep import VALIDATE, plan, run_plan
 from codesign.milp.highs import CompiledModel
-from codesign.milp.master import Evaluation, Master
+from codesign.milp.master import Evaluation, Master, fits_budgets
 from codesign.pipeline.solve import Family, model_data, solve
 from codesign.problem.load import load_problem
 
@@ -190,11 +190,11 @@ def test_an_answer_settles_the_smaller_budgets_it_fits_and_no_others():
     # are), with their cuts: below the first answer's area, some of them and not that one
     from codesign.pipeline.solve import build
     for q in (below, at(area_budget_mm2=0.9)):
-        fitting = sum(Family._fits(q, ev.choice) for ev, _, _ in fam.replays.values())
+        fitting = sum(fits_budgets(q, ev.choice) for ev, _, _ in fam.replays.values())
         assert (0 < fitting < len(fam.replays)) if q is below else fitting == 0
         b = build(q, family=fam)
         assert b.search.known == len(b.search.visits) == fitting
-        assert all(Family._fits(q, v.choice) for v in b.search.visits)
+        assert all(fits_budgets(q, v.choice) for v in b.search.visits)
         assert len(b.master.model.visited) == fitting
         fam.keep(b.master)
 

@@ -174,15 +174,16 @@ def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], worke
         return sorted(out, key=lambda b: -len(b.tasks))  # stable: family order among equals
 
     parts = {f: 1 for f in groups}
-    best = [cut(parts)]
-    shortest = [busiest(best[0], w, setup)]
+    best = cut(parts)
+    shortest = busiest(best, w, setup)
 
     def shorter(parts: dict[Any, int]) -> bool:
         """Whether cutting by ``parts`` shortens the sweep (it is then the best)."""
+        nonlocal best, shortest
         out = cut(parts)
         span = busiest(out, w, setup)
-        if span < shortest[0] - 1e-9:
-            best[0], shortest[0] = out, span
+        if span < shortest - 1e-9:
+            best, shortest = out, span
             return True
         return False
 
@@ -200,7 +201,7 @@ def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], worke
     while since < 2 and k <= max((len(g) for g in groups.values()), default=1):
         since = 0 if shorter({f: min(k, len(g)) for f, g in groups.items()}) else since + 1
         k += 1
-    return best[0]
+    return best
 
 
 def busiest(work: list[BatchTask], workers: int, setup: float = 0.0) -> float:

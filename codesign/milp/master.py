@@ -81,6 +81,14 @@ def within(value: float, budget: float) -> bool:
     return value <= budget * (1 + 1e-12) + 1e-12
 
 
+def fits_budgets(problem, choice: dict[str, int]) -> bool:
+    """Whether the design ``choice`` is within ``problem``'s area, power and network budgets (``within``)."""
+    e, net = problem.engine, problem.network
+    return ((e.area_budget_mm2 is None or within(design_area_mm2(e, choice), e.area_budget_mm2))
+            and (e.power_budget_w is None or within(design_power_w(e, choice), e.power_budget_w))
+            and (net is None or net.budget is None or within(sum(net.costs(problem.topology, choice)), net.budget)))
+
+
 def unusable(engine) -> list[tuple[str, int]]:
     """Options that cannot fit a budget even with the smallest options of every other resource."""
     out = []
@@ -425,18 +433,11 @@ class Master:
         self._cut(self.model.visited, self.model.T >= ev.period_us - slack * sum(self._away(ev.choice, ev.plateau)))
 
     def admits(self, choice: dict[str, int]) -> bool:
-        """Whether the design ``choice`` is within the area, power and network budgets (``within``). The
-        master's own rows do not say so exactly: HiGHS takes a binary within its integrality tolerance (1e-6)
-        of 0 or 1, so a budget row can hold at a solution whose design, rounded, is over the budget by up to
-        that share of its area (a 3.5 mm^2 design under a 3.4999995 mm^2 budget, at y = 0.9999997)."""
-        e = self.engine
-        if e.area_budget_mm2 is not None and not within(design_area_mm2(e, choice), e.area_budget_mm2):
-            return False
-        if e.power_budget_w is not None and not within(design_power_w(e, choice), e.power_budget_w):
-            return False
-        net = self.network
-        return net is None or net.budget is None or within(sum(net.costs(self.md.problem.topology, choice)),
-                                                           net.budget)
+        """Whether the design ``choice`` is within the budgets (``fits_budgets``). The master's own rows do
+        not say so exactly: HiGHS takes a binary within its integrality tolerance (1e-6) of 0 or 1, so a
+        budget row can hold at a solution whose design, rounded, is over the budget by up to that share of
+        its area (a 3.5 mm^2 design under a 3.4999995 mm^2 budget, at y = 0.9999997)."""
+        return fits_budgets(self.md.problem, choice)
 
     def exclude(self, choice: dict[str, int], plateau: frozenset[str] = frozenset()) -> None:
         """Forbid the design ``choice`` and, with ``plateau``, the designs larger than it in those resources

@@ -184,8 +184,7 @@ class Search:
             if not stats.has_solution:
                 return self._stopped(master, solves, bound, stats, cuts)
             choice = choice_from(master)
-            if not master.admits(choice):  # over a budget once its binaries are rounded: not a design to take
-                master.exclude(choice)
+            if _over_budget(master, choice):
                 cuts += 1
                 continue
             if stats.status != "optimal":  # out of time: evaluate the master's design if it is new, and stop
@@ -203,8 +202,7 @@ class Search:
                 # (and which, once evaluated at the optimum, is the least-area optimal design)
                 if master.smallest_at(solver, T_us * (1 + TIE), max(0.01, self.deadline - time.perf_counter())):
                     choice = choice_from(master)
-                    if not master.admits(choice):
-                        master.exclude(choice)
+                    if _over_budget(master, choice):
                         cuts += 1
                         continue
             visit = self.find(choice)
@@ -262,8 +260,7 @@ class Search:
                 timed_out = True
                 break
             choice = choice_from(master)
-            if not master.admits(choice):  # over a budget once rounded (Master.admits)
-                master.exclude(choice)
+            if _over_budget(master, choice):
                 cuts += 1
                 continue
             T_us = pyo.value(master.model.T)
@@ -275,8 +272,7 @@ class Search:
                     and master.smallest_at(solver, T_us * (1 + TIE), max(0.01, self.deadline - time.perf_counter()))):
                 # the least-area design at the bound: the evaluator's replays of it cover the larger ones
                 choice = choice_from(master)
-                if not master.admits(choice):
-                    master.exclude(choice)
+                if _over_budget(master, choice):
                     cuts += 1
                     continue
             best = self._best_bounded(master)
@@ -340,6 +336,15 @@ class Search:
                    default=None)
         value = _objective(master, best) if best is not None else None
         return SearchResult("time_limit", best, value, bound, solves, size, stats, cuts)
+
+
+def _over_budget(master: Master, choice: dict[str, int]) -> bool:
+    """Whether the master's design is over a budget once its binaries are rounded (``Master.admits``); if
+    so it is cut off (a no-good cut, valid: no such design is within the constraints) for a new solve."""
+    if master.admits(choice):
+        return False
+    master.exclude(choice)
+    return True
 
 
 def _objective(master: Master, v: Visit) -> float:

@@ -29,7 +29,7 @@ import pyomo.environ as pyo
 from ..errors import InfeasibleError, SolverError
 from ..milp.compute_order import with_compute_order
 from ..milp.data import TIME_UNIT, ModelData, check_ranges, model_data
-from ..milp.master import Evaluation, Master, unusable, within
+from ..milp.master import Evaluation, Master, fits_budgets, unusable, within
 from ..platform.endpoint import Design, Engine, design_area_mm2, design_of, design_power_w
 from ..platform.engines import engine_kind
 from ..problem.model import Problem, at_design
@@ -242,14 +242,6 @@ class Family:
         """A member's model data: the family's (iteration, demands, their cache), with the member's problem."""
         return dataclasses.replace(self.md, problem=problem)
 
-    @staticmethod
-    def _fits(problem: Problem, choice: dict[str, int]) -> bool:
-        """Whether a design is within ``problem``'s area and power budgets (``within``: the test that rules
-        options out; the master's budget rows admit it too)."""
-        e = problem.engine
-        return ((e.area_budget_mm2 is None or within(design_area_mm2(e, choice), e.area_budget_mm2))
-                and (e.power_budget_w is None or within(design_power_w(e, choice), e.power_budget_w)))
-
     def master(self, md: ModelData, search: Search) -> Master:
         """The master of a member (``md``), with the family's cuts: a kept one restarted to what
         ``search.master()`` would build and compile, or that new master, compiled. Then the family's evaluated
@@ -261,7 +253,7 @@ class Family:
             raise ValueError("a family member's search starts with the family's visits only")
         evaluate = self.evaluator(md)
         for c in self.hints:
-            if self._fits(md.problem, c):
+            if fits_budgets(md.problem, c):
                 evaluate(c)  # once for the family: the evaluator keeps its replays
         master = self._kept_master(md.problem)
         if master is not None:
@@ -269,7 +261,7 @@ class Family:
         else:
             master = search.master()
             master.compile()
-        search.visits.extend(Visit(*r) for r in self.replays.values() if self._fits(md.problem, r[0].choice))
+        search.visits.extend(Visit(*r) for r in self.replays.values() if fits_budgets(md.problem, r[0].choice))
         search.known = len(search.visits)
         search.tie_break_last = True  # every design evaluated serves the members after this one
         for v in search.visits:
@@ -329,7 +321,7 @@ class Family:
                 raise InfeasibleError(f"infeasible as under budgets at least this point's, which admit every design "
                                       f"these admit (area {_budget(a, 'mm^2')}, power {_budget(w, 'W')}): {why}")
         for a, w, sol in reversed(self.answers):
-            if a >= area and w >= power and self._fits(problem, sol.choice):
+            if a >= area and w >= power and fits_budgets(problem, sol.choice):
                 return dataclasses.replace(
                     sol, problem=problem.name, solve_time_s=time.perf_counter() - started, evaluations=0,
                     master_solves=0, diagnostics=None, duals=None, notes=(*sol.notes, (
@@ -497,14 +489,13 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     built = None
     try:
         built = build(problem, time_limit=time_limit, extra=extra, refine_s=refine_s, started=started, family=family)
-        return assign(built, run(built), diagnose=diagnose)
-    except InfeasibleError as e:
-        if family is not None and family.admits(problem, extra):
+        return assign(built, run(built), diagnose=diagnose)  # (assign keeps the master for the family)
+    except BaseException as e:
+        if family is not None and built is not None:
+            family.keep(built.master)
+        if isinstance(e, InfeasibleError) and family is not None and family.admits(problem, extra):
             family.remember_infeasible(problem, str(e))
         raise
-    finally:
-        if family is not None and built is not None:
-            family.keep(built.master)  # (assign keeps it too, on an answer: keeping twice changes nothing)
 
 
 def _answer(search: Search, master: Master, res: SearchResult, optimize: bool,
