@@ -8,9 +8,10 @@ baseline checkout (today's main), measured in alternating pairs, and whether bot
 
 Every measurement runs in a fresh Python process whose ``PYTHONPATH`` is the tree measured (so its pool
 workers and Dask workers import that tree too; the run stops if the process or its Dask workers loaded
-codesign from anywhere else). It first sweeps a warm-up point of another family (imports, the pool's fork server, a Dask
-cluster's workers), then times ``plan`` + ``run_plan`` of the sweep with validation on (``VALIDATE``, the
-simulator's check of each point), writing the results CSV as ``codesign sweep`` does. points/s/core = points /
+codesign from anywhere else). It first sweeps two warm-up points of other families (imports, the pool's fork
+server and, where the tree keeps its pool between sweeps, the pool's workers; a Dask cluster's workers), then
+times ``plan`` + ``run_plan`` of the sweep with validation on (``VALIDATE``, the simulator's check of each
+point), writing the results CSV as ``codesign sweep`` does. points/s/core = points /
 wall / workers. A Dask LocalCluster's start is not in the wall (a long-lived cluster would not pay it per
 sweep). The before/after ratio is the median over pairs of (after rate / before rate), each pair measured
 back to back, so a change in the machine's load between pairs cancels out; the machine's load average is
@@ -40,7 +41,9 @@ QUICK = str(ROOT / "problems" / "quickstart.yaml")
 RESNET = str(ROOT / "problems" / "resnet50_ace_torus3d.yaml")
 QUICK_PARAMS = {"topology.dims[1].bandwidth": "log:5GB/s:200GB/s:20", "engine.area_budget": "2mm^2,3mm^2"}
 RESNET_PARAMS = {"topology.dims[0].bandwidth": "log:8GiB/s:128GiB/s:5", "engine.area_budget": "0.5mm^2:5mm^2:10"}
-WARM = {"schedule.chunks": "2"}  # a point of another family than any measured, so no answer is reused from it
+#: two points of other families than any measured (no answer is reused from them), one for each of two
+#: workers: a kept pool (``executors.PoolRunner``) then has both its workers started
+WARM = {"schedule.chunks": "2,3"}
 #: The columns that must be the same, point by point, before and after.
 ANSWER = ["status", "iteration_time_s", "bound_s", "gap", "objective", "area_mm2", "power_w", "sram_bytes",
           "alu_rate_bytes_per_s", "dma_bandwidth_bytes_per_s", "simulated_s", "sim_flagged"]

@@ -80,8 +80,10 @@ def test_a_pool_that_breaks_while_tasks_go_in_loses_none_of_them(monkeypatch):
         def shutdown(self, **kw) -> None:
             pass
 
+    from codesign.explore import executors
     runner = PoolRunner(2, fn=lambda t: {"status": "optimal", "key": t.key})
     monkeypatch.setattr(runner, "_start", Breaking)
+    monkeypatch.setattr(executors, "_warm", {})  # no pool kept from an earlier sweep: each pool is a Breaking
     tasks = [PointTask(f"k{i}", None) for i in range(5)]
     rows = dict((t.key, row) for t, row in runner.run(tasks))
     assert sorted(rows) == [t.key for t in tasks] and all(r["status"] == "optimal" for r in rows.values())

@@ -338,3 +338,31 @@ def test_cli_sweep_bar_goes_to_stderr_only_when_asked(tmp_path, capsys):
     assert main([*args, "--out", str(tmp_path / "b.csv"), "--progress"]) == 0
     shown = capsys.readouterr()
     assert "2/2 points" in shown.err and "points/s" not in shown.out
+
+
+def test_a_kept_pool_serves_the_next_sweep_and_its_workers_start_each_sweep_afresh():
+    """A sweep's pool is kept for the next sweep of as many workers (its processes run it), and the first
+    batch of a sweep drops the families of the sweep before: the same sweep twice makes the same searches
+    (a kept family would have settled the second run's points without a master solve)."""
+    from codesign.explore.executors import shutdown_pools
+    from codesign.explore.sweep import sweep
+    params = {"topology.dims[1].bandwidth": "25GB/s,100GB/s", "engine.area_budget": "2mm^2,3mm^2"}
+    shutdown_pools()
+    a = sweep(QUICK, params, workers=2)
+    b = sweep(QUICK, params, workers=2)
+    assert set(b["worker"]) <= set(a["worker"])
+    cols = ["key", "status", "iteration_time_s", "master_solves", "evaluations", "error"]
+    assert a[cols].equals(b[cols]) and (a["master_solves"] > 0).any()
+    shutdown_pools()
+    c = sweep(QUICK, params, workers=2)
+    assert not set(c["worker"]) & set(a["worker"])  # a new pool's processes
+    shutdown_pools()
+
+
+def test_the_any_order_bound_is_skipped_only_where_asked_and_not_needed():
+    problem = load_problem(QUICK)
+    assert solve(problem).any_order_bound_s is not None
+    assert solve(problem, order_bound=False).any_order_bound_s is None
+    optimize = dataclasses.replace(problem, schedule=dataclasses.replace(problem.schedule, order="optimize"))
+    sol = solve(optimize, order_bound=False)
+    assert sol.any_order_bound_s is not None and any("no order replays faster" in n for n in sol.notes)

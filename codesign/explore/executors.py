@@ -9,7 +9,8 @@ Pyomo crashes when two solves run in threads of one process, so pool workers and
 one point at a time (a lock in ``run_point`` guards the case of a multi-threaded Dask worker too).
 
 The local pool starts its workers from a fork server that has imported codesign once (workers start in
-milliseconds, and never inherit a HiGHS that has already run in the parent). Each worker watches the
+milliseconds, and never inherit a HiGHS that has already run in the parent), and is kept for the next
+sweep of as many workers when a sweep ends well (``PoolRunner``). Each worker watches the
 sweep's process and exits when it is gone, so a killed sweep leaves no workers behind. If a worker dies
 (a crash inside the solver), the pool is restarted and the unfinished points are resubmitted; a point
 whose pool broke ``MAX_ATTEMPTS`` times runs once more in a pool of its own, and only if that breaks too
@@ -17,6 +18,7 @@ is it recorded as failed (a broken pool fails every point pending in it, not onl
 """
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
@@ -58,10 +60,23 @@ def _import_modules(names: list[str]) -> None:
     import importlib
     for name in names:
         importlib.import_module(name)
+    _freeze_imports()
+
+
+def _freeze_imports() -> None:
+    """Put what a worker has imported out of the garbage collector's reach (``gc.freeze``): modules and their
+    classes and functions (Pyomo's, pandas's, codesign's) live as long as the worker, yet each full collection
+    would walk them all again, about 50 ms in a codesign worker every few quickstart families. What the
+    worker makes afterwards is collected as usual. No collection first: it would cost as much, in each new
+    worker, as the ones it saves."""
+    import gc
+    gc.freeze()
 
 
 def _watch_driver(pid: int) -> None:
-    """Pool worker initializer: exit when the sweep's process is gone (e.g. killed by SIGKILL)."""
+    """Pool worker initializer: exit when the sweep's process is gone (e.g. killed by SIGKILL); freeze the
+    imports (``_freeze_imports``)."""
+    _freeze_imports()
     parent = os.getppid()
 
     def watch() -> None:
@@ -78,8 +93,30 @@ def _watch_driver(pid: int) -> None:
     threading.Thread(target=watch, daemon=True, name="codesign-watch-driver").start()
 
 
+#: Pools kept between sweeps in this process, by their number of workers (``PoolRunner``): a new pool's
+#: workers cost about 0.1 s before their first point (fork, start-up, the first task's round trip), a
+#: fifth of a 40-point quickstart sweep on two workers. A pool that broke, or whose sweep was interrupted,
+#: is never kept. ``shutdown_pools`` ends them (at exit, too).
+_warm: dict[int, Any] = {}
+_warm_lock = threading.Lock()
+
+
+def shutdown_pools() -> None:
+    """End the pools kept between sweeps (``PoolRunner``); the next sweep starts a new one."""
+    with _warm_lock:
+        pools = list(_warm.values())
+        _warm.clear()
+    for ex in pools:
+        ex.shutdown(wait=True)
+
+
+atexit.register(shutdown_pools)
+
+
 class PoolRunner:
-    """A local process pool of ``workers`` processes."""
+    """A local process pool of ``workers`` processes, kept for the next sweep of as many workers when this
+    one ends well (``_warm``). What a worker keeps from one sweep to the next is its imports: the first
+    batch of a sweep clears the families and answers of the sweep before (``points.run_batch``)."""
 
     def __init__(self, workers: int, fn: Callable[[Task], Row] = run_point) -> None:
         self.workers = workers
@@ -98,13 +135,35 @@ class PoolRunner:
         return ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_watch_driver,
                                    initargs=(os.getpid(),))
 
+    def _acquire(self) -> Any:
+        """A kept pool of as many workers if there is a sound one, else a new one (``_start``)."""
+        with _warm_lock:
+            ex = _warm.pop(self.workers, None)
+        if ex is not None and not getattr(ex, "_broken", False) and not getattr(ex, "_shutdown_thread", False):
+            return ex
+        if ex is not None:
+            ex.shutdown(wait=False, cancel_futures=True)
+        return self._start()
+
+    def _keep(self, ex: Any) -> None:
+        """Keep ``ex`` for the next sweep (only a process pool this runner made, never a test's stand-in)."""
+        from concurrent.futures import ProcessPoolExecutor
+        if not isinstance(ex, ProcessPoolExecutor) or getattr(ex, "_broken", False):
+            ex.shutdown(wait=True)
+            return
+        with _warm_lock:
+            old = _warm.pop(self.workers, None)
+            _warm[self.workers] = ex
+        if old is not None:
+            old.shutdown(wait=False)
+
     def run(self, tasks: Sequence[Task]) -> Iterator[tuple[Task, Row]]:
         from concurrent.futures import as_completed
         from concurrent.futures.process import BrokenProcessPool
 
         pending, attempts, suspects = list(tasks), Counter(), []
         while pending:
-            self._ex = self._start()
+            self._ex = self._acquire()
             futures, unsent = {}, []
             for i, t in enumerate(pending):
                 try:
@@ -127,7 +186,10 @@ class PoolRunner:
                 except Exception as e:
                     row = error_row(f"{type(e).__name__}: {e}")
                 yield t, row
-            self._ex.shutdown(wait=not pending, cancel_futures=True)
+            if pending:  # it broke
+                self._ex.shutdown(wait=False, cancel_futures=True)
+            else:
+                self._keep(self._ex)
             self._ex = None
         # a broken pool fails every task pending in it, not only the one whose worker died: a task that was
         # pending at MAX_ATTEMPTS breaks runs once more in a pool of its own, where a break is its own
@@ -237,13 +299,14 @@ class FuturesRunner:
 
 def make_runner(executor: Any, workers: int | None, tasks: Sequence[Task] = (),
                 fn: Callable[[Task], Row] = run_point) -> Any:
-    """The runner ``executor`` names (see ``codesign.explore.sweep.sweep``), calling ``fn`` on each task; a
-    pool never larger than the work."""
+    """The runner ``executor`` names (see ``codesign.explore.sweep.sweep``), calling ``fn`` on each task."""
     from concurrent.futures import Executor
 
     if executor is None or executor in ("local", "pool"):
-        n = workers or os.cpu_count() or 1
-        return PoolRunner(max(1, min(n, len(tasks) or n)), fn)
+        # the pool starts a worker only when a task waits for one (forkserver and spawn), so a pool of n
+        # runs a smaller sweep on fewer processes, and is kept for the next sweep of n workers
+        n = max(1, workers or os.cpu_count() or 1)
+        return PoolRunner(n, fn)
     if executor == "serial":
         return SerialRunner(fn)
     if executor == "dask":

@@ -53,6 +53,9 @@ class BatchTask:
 
     key: str
     tasks: tuple[PointTask, ...]
+    #: the sweep the batch belongs to (``run_plan`` names each run): a worker's families and hints serve one
+    #: sweep only, so that a point's answer depends on its own sweep alone, whatever ran in the worker before
+    sweep: str = ""
 
 
 _SOLVE_LOCK = threading.Lock()  # one HiGHS solve per process at a time, whatever the worker's thread count
@@ -64,6 +67,7 @@ _families: list[Family] = []  # most recently used last; guarded by _SOLVE_LOCK
 #: family of the next bandwidth often has the same answers at the same budgets.
 HINTS_KEPT = 10
 _answers: list[dict[str, int]] = []  # the latest answers' designs, most recent last; guarded by _SOLVE_LOCK
+_sweep: str | None = None  # the sweep whose families and answers those are; guarded by _SOLVE_LOCK
 
 
 def _family(task: PointTask) -> Family | None:
@@ -103,7 +107,8 @@ def run_point(task: PointTask) -> dict[str, Any]:
     row: dict[str, Any] = {"status": "error", "error": ""}
     try:
         with _SOLVE_LOCK:
-            sol = solve(task.problem, time_limit=task.time_limit, extra=task.extra, family=_family(task))
+            sol = solve(task.problem, time_limit=task.time_limit, extra=task.extra, family=_family(task),
+                        order_bound=False)  # the row does not carry it
             if sol.choice not in _answers:
                 _answers.append(dict(sol.choice))
                 del _answers[:-HINTS_KEPT]
@@ -123,7 +128,15 @@ def run_point(task: PointTask) -> dict[str, Any]:
 
 
 def run_batch(batch: BatchTask) -> dict[str, Any]:
-    """Run a batch's points in order; ``{"rows": [each point's row]}``. Never raises."""
+    """Run a batch's points in order; ``{"rows": [each point's row]}``. Never raises. The first batch of a
+    sweep in this process drops the families and answers of the sweep before (a pool's workers outlive a
+    sweep: ``executors.PoolRunner``)."""
+    global _sweep
+    with _SOLVE_LOCK:
+        if batch.sweep != _sweep:
+            _families.clear()
+            _answers.clear()
+            _sweep = batch.sweep
     return {"rows": [run_point(t) for t in batch.tasks]}
 
 
@@ -141,7 +154,7 @@ SETUP = 4.0
 
 
 def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], workers: int, setup: float = SETUP,
-            order: Callable[[PointTask], Any] | None = None) -> list[BatchTask]:
+            order: Callable[[PointTask], Any] | None = None, sweep: str = "") -> list[BatchTask]:
     """The tasks in batches of one family each (``family_of(task)``: a hashable guess, checked by the worker),
     largest first. A family's points share their replays, cuts and answers in one worker (``Family``), so
     a family cut between workers pays for its start in each: families stay whole unless cutting more of
@@ -154,7 +167,7 @@ def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], worke
     a hundred on 64 workers: in three). Five families of ten on two workers: one is cut in halves (25 + 3
     setups each), not all five (25 + 5).
     A family's points keep their order in ``tasks``, or are sorted by ``order`` (a key; the sweep's is
-    ``larger_budgets_first``); its parts are runs of that order."""
+    ``larger_budgets_first``); its parts are runs of that order. ``sweep``: the sweep's name (``BatchTask``)."""
     groups: dict[Any, list[PointTask]] = {}
     for t in tasks:
         groups.setdefault(family_of(t), []).append(t)
@@ -170,7 +183,7 @@ def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], worke
             for i in range(k):  # k parts in that order, their sizes within one point of each other
                 chunk = tuple(group[at:at + len(group) // k + (i < len(group) % k)])
                 at += len(chunk)
-                out.append(BatchTask(chunk[0].key, chunk))
+                out.append(BatchTask(chunk[0].key, chunk, sweep))
         return sorted(out, key=lambda b: -len(b.tasks))  # stable: family order among equals
 
     parts = {f: 1 for f in groups}

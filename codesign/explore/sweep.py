@@ -21,6 +21,7 @@ import itertools
 import json
 import pickle
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -236,7 +237,9 @@ def run_plan(pl: Plan, *, executor: Any = None, workers: int | None = None, out:
         if tasks:
             def family_of(t: PointTask) -> tuple:
                 return tuple(v for k, v in todo[t.key].columns.items() if k not in BUDGET_PATHS)
-            work = batches(tasks, family_of, _worker_count(executor, workers), order=larger_budgets_first)
+            sweep_id = uuid.uuid4().hex
+            work = batches(tasks, family_of, _worker_count(executor, workers), order=larger_budgets_first,
+                           sweep=sweep_id)
             runner = make_runner(executor, workers, work, fn=run_batch)
 
             def record(task: PointTask, row: dict[str, Any]) -> None:
@@ -256,7 +259,7 @@ def run_plan(pl: Plan, *, executor: Any = None, workers: int | None = None, out:
                 alone: list[BatchTask] = []
                 for batch, result in runner.run(work):
                     if "rows" not in result and len(batch.tasks) > 1:
-                        alone.extend(BatchTask(t.key, (t,)) for t in batch.tasks)
+                        alone.extend(BatchTask(t.key, (t,), sweep_id) for t in batch.tasks)
                         continue
                     for task, row in zip(batch.tasks, result.get("rows") or [result]):
                         record(task, row)

@@ -7,13 +7,22 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
+from pyomo.common.numeric_types import native_numeric_types
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import TerminationCondition as TC
+from pyomo.core.expr.numeric_expr import (
+    DivisionExpression,
+    LinearExpression,
+    MonomialTermExpression,
+    NegationExpression,
+    ProductExpression,
+    SumExpression,
+)
 
 from ..errors import SolverError
 from ..problem.model import SolverSpec
@@ -127,6 +136,71 @@ def new_highs() -> Any:
 # solved many times with a few cuts more each time, and Pyomo's own interface re-translates the whole
 # model on every solve (about 0.5 s for ResNet-50's master, against 0.05 s for HiGHS itself).
 
+@dataclass
+class _Pending:
+    """A model being compiled, before it goes to HiGHS: columns (bounds, which are integer), the objective's
+    costs and the rows in compressed form (each row's start in ``index`` and ``value``)."""
+
+    lo: list[float] = field(default_factory=list)
+    hi: list[float] = field(default_factory=list)
+    integers: list[int] = field(default_factory=list)
+    cost: Any = ()
+    row_lo: list[float] = field(default_factory=list)
+    row_hi: list[float] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)
+    index: list[int] = field(default_factory=list)
+    value: list[float] = field(default_factory=list)
+
+
+class _Unhandled(Exception):
+    """An expression ``_sum_of_terms`` leaves to Pyomo's own walker."""
+
+
+def _sum_of_terms(expr) -> tuple[float, list[tuple[Any, float]]]:
+    """The constant and the (variable, coefficient) terms of ``expr`` when it is built only of numbers,
+    variables, sums, negations, products and quotients by numbers, and named expressions: what the masters
+    are made of, read here at a fraction of the cost of Pyomo's general walker. Raises ``_Unhandled`` on
+    anything else (a parameter, a nonlinear term), which the caller then gives to Pyomo's walker. A
+    variable may appear in several terms; fixed variables are left to the caller."""
+    const = 0.0
+    terms: list[tuple[Any, float]] = []
+    stack: list[tuple[Any, float]] = [(expr, 1.0)]
+    while stack:
+        e, k = stack.pop()
+        t = type(e)
+        if t in native_numeric_types:
+            const += k * e
+        elif t is MonomialTermExpression:
+            c, v = e.args
+            if type(c) not in native_numeric_types:
+                raise _Unhandled
+            terms.append((v, k * c))
+        elif t is LinearExpression or t is SumExpression:
+            stack.extend((a, k) for a in reversed(e.args))  # popped left to right, as Pyomo walks
+        elif t is NegationExpression:
+            stack.append((e.args[0], -k))
+        elif t is ProductExpression:
+            a, b = e.args
+            if type(a) in native_numeric_types:
+                stack.append((b, k * a))
+            elif type(b) in native_numeric_types:
+                stack.append((a, k * b))
+            else:
+                raise _Unhandled
+        elif t is DivisionExpression:
+            a, b = e.args
+            if type(b) not in native_numeric_types:
+                raise _Unhandled
+            stack.append((a, k / b))
+        elif getattr(e, "is_variable_type", None) is not None and e.is_variable_type():
+            terms.append((e, k))
+        elif getattr(e, "is_named_expression_type", None) is not None and e.is_named_expression_type():
+            stack.append((e.expr, k))
+        else:
+            raise _Unhandled
+    return const, terms
+
+
 class CompiledModel:
     """A linear Pyomo model (after any hooks changed it) held by highspy. ``add(lo, expr, hi)`` adds a
     row for a linear expression over the model's variables; ``solve`` runs HiGHS and loads the incumbent
@@ -144,9 +218,10 @@ class CompiledModel:
         self.h = new_highs()
         self.inf = highspy.kHighsInf
         self._error = highspy.HighsStatus.kError
-        # every call that builds the model in HiGHS, in order, so that ``restart`` can make the same model
-        # again without walking Pyomo's expressions (None once the build is over)
-        self._calls: list[tuple[str, tuple]] | None = []
+        self._integer = highspy.HighsVarType.kInteger
+        # the build gathers columns, the objective and rows here and hands them to HiGHS in one call each
+        # (``_flush``): one call per row or column is most of a small master's compile
+        self._pending: _Pending | None = _Pending()
         # the last incumbent, handed to the next run as its start (``solve``)
         self._start: Any = None
         self._objectives: dict[int, tuple[Any, float, dict[int, float]]] = {}  # set_objective's walks, by id
@@ -159,17 +234,32 @@ class CompiledModel:
         self.rows = 0
         self.row_of: dict[int, tuple[int, float]] = {}  # id(constraint) -> (its row, the constant moved to the rhs)
         for con in m.component_data_objects(pyo.Constraint, active=True):
-            lo = None if con.lower is None else pyo.value(con.lower)
-            hi = None if con.upper is None else pyo.value(con.upper)
-            self.row_of[id(con)] = (self.rows, self.add(lo, con.body, hi))
-        self.built = (self._calls, len(self.vars), self.rows, self.sense, self.offset)
-        self._calls = None
+            lo, body, hi = con.to_bounded_expression(True)
+            self.row_of[id(con)] = (self.rows, self.add(lo, body, hi))
+        # every call that builds the model in HiGHS, in order, so that ``restart`` can make the same model
+        # again without walking Pyomo's expressions
+        self.built = (self._flush(), len(self.vars), self.rows, self.sense, self.offset)
 
-    def _call(self, name: str, *args: Any) -> Any:
-        """Call HiGHS's ``name``, recording the call while the model is being built."""
-        if self._calls is not None:
-            self._calls.append((name, args))
-        return getattr(self.h, name)(*args)
+    def _flush(self) -> list[tuple[str, tuple]]:
+        """Hand the build's columns, objective and rows to HiGHS; return the calls made."""
+        pend, self._pending = self._pending, None
+        n = len(pend.lo)
+        calls: list[tuple[str, tuple]] = [("addVars", (n, np.array(pend.lo), np.array(pend.hi)))]
+        if pend.integers:
+            k = len(pend.integers)
+            calls.append(("changeColsIntegrality", (k, np.array(pend.integers, dtype=np.int32),
+                                                    np.full(k, self._integer))))
+        cost = np.zeros(n)
+        cost[:len(pend.cost)] = pend.cost
+        calls.append(("changeColsCost", (n, np.arange(n, dtype=np.int32), cost)))
+        if pend.row_lo:
+            calls.append(("addRows", (len(pend.row_lo), np.array(pend.row_lo), np.array(pend.row_hi), len(pend.index),
+                                      np.array(pend.starts, dtype=np.int32), np.array(pend.index, dtype=np.int32),
+                                      np.array(pend.value, dtype=float))))
+        for name, args in calls:
+            if getattr(self.h, name)(*args) == self._error:
+                raise ValueError(f"HiGHS refused the model's {name} (a coefficient out of its range?)")
+        return calls
 
     def restart(self, bounds: dict[int, tuple[float | None, float | None]] | None = None,
                 zero: list[int] | None = None) -> None:
@@ -181,18 +271,17 @@ class CompiledModel:
         calls, ncols, nrows, self.sense, self.offset = self.built
         if len(self.vars) != ncols:
             raise ValueError("columns were added after the build; compile the model again instead")
-        moved = {}
-        for key, (lo, hi) in (bounds or {}).items():
-            row, const = self.row_of[key]
-            moved[row] = (-self.inf if lo is None else lo - const, self.inf if hi is None else hi - const)
         self.h = new_highs()
         self._start = None  # the budgets changed: the last incumbent may be outside them
-        row = 0
         for name, args in calls:
-            if name == "addRow":
-                if row in moved:
-                    args = (*moved[row], *args[2:])
-                row += 1
+            if name == "addRows" and bounds:
+                n, lo, hi, *rest = args
+                lo, hi = lo.copy(), hi.copy()
+                for key, (new_lo, new_hi) in bounds.items():
+                    row, const = self.row_of[key]
+                    lo[row] = -self.inf if new_lo is None else new_lo - const
+                    hi[row] = self.inf if new_hi is None else new_hi - const
+                args = (n, lo, hi, *rest)
             getattr(self.h, name)(*args)
         self.rows = nrows
         if zero:
@@ -215,8 +304,11 @@ class CompiledModel:
         cost = np.zeros(len(self.vars))
         for j, c in cols.items():
             cost[j] = self.sense * c
+        if self._pending is not None:
+            self._pending.cost = cost
+            return
         n = len(self.vars)
-        self._call("changeColsCost", n, np.arange(n, dtype=np.int32), cost[:n])
+        self.h.changeColsCost(n, np.arange(n, dtype=np.int32), cost)
 
     def pop_row(self) -> None:
         """Remove the row added last."""
@@ -245,10 +337,17 @@ class CompiledModel:
         else:
             lo = -self.inf if v.lb is None else float(v.lb)
             hi = self.inf if v.ub is None else float(v.ub)
-        self._call("addVar", lo, hi)
-        if v.is_integer() and not v.fixed:
-            import highspy
-            self._call("changeColIntegrality", j, highspy.HighsVarType.kInteger)
+        integer = v.is_integer() and not v.fixed
+        pend = self._pending
+        if pend is not None:
+            pend.lo.append(lo)
+            pend.hi.append(hi)
+            if integer:
+                pend.integers.append(j)
+            return j
+        self.h.addVar(lo, hi)
+        if integer:
+            self.h.changeColIntegrality(j, self._integer)
         return j
 
     def add(self, lo: float | None, expr, hi: float | None) -> float:
@@ -257,28 +356,40 @@ class CompiledModel:
         const, cols = self._linear(expr)
         row_lo = -self.inf if lo is None else lo - const
         row_hi = self.inf if hi is None else hi - const
-        idx = np.array(list(cols), dtype=np.int32)
-        status = self._call("addRow", row_lo, row_hi, len(idx), idx, np.array(list(cols.values()), dtype=float))
-        if status == self._error:
-            raise ValueError(f"HiGHS refused the row {expr} (a coefficient out of its range?)")
         self.rows += 1
+        pend = self._pending
+        if pend is not None:
+            pend.row_lo.append(row_lo)
+            pend.row_hi.append(row_hi)
+            pend.starts.append(len(pend.index))
+            pend.index.extend(cols)
+            pend.value.extend(cols.values())
+            return const
+        idx = np.array(list(cols), dtype=np.int32)
+        status = self.h.addRow(row_lo, row_hi, len(idx), idx, np.array(list(cols.values()), dtype=float))
+        if status == self._error:
+            self.rows -= 1
+            raise ValueError(f"HiGHS refused the row {expr} (a coefficient out of its range?)")
         return const
 
     def _linear(self, expr) -> tuple[float, dict[int, float]]:
         """The constant and the column coefficients of a linear expression; a fixed variable (one the
         Pyomo walker left in, inside a named expression) counts as its value, so an option fixed out of
         the model takes its coefficients with it."""
-        repn = self._repn(expr)
-        const = float(repn.constant)
+        try:
+            const, terms = _sum_of_terms(expr)
+        except _Unhandled:
+            repn = self._repn(expr)
+            const = float(repn.constant)
+            terms = [(self.var_map[key], c) for key, c in repn.linear.items()]
         cols: dict[int, float] = {}
-        for key, c in repn.linear.items():
-            v = self.var_map[key]
+        for v, c in terms:
             if v.fixed:
                 const += float(c) * float(v.value)
             elif c:
                 j = self._column(v)
                 cols[j] = cols.get(j, 0.0) + float(c)
-        return const, cols
+        return float(const), cols
 
     def solve(self, spec: SolverSpec, time_limit_s: float, gap: float | None = None) -> SolveStats:
         """Run HiGHS; load the incumbent into the Pyomo variables. Statuses as ``solve_model``'s. ``gap``: the

@@ -87,8 +87,9 @@ class Solution:
     steady-state iteration as simulated. ``order``: its collectives in the order their first chunk started.
     ``evaluations``/``master_solves``: designs the simulator evaluated, solves of the master MILP (of
     size ``model``). ``any_order_bound_s``: a proven lower bound on the chosen design's simulated period
-    under any network order. ``order_comparison`` (``order: optimize``): the simulated period (s) of each
-    order tried at the chosen design. ``priority``: the dispatch priorities replayed (collectives highest
+    under any network order (None where the solve was asked not to compute it: a sweep's points).
+    ``order_comparison`` (``order: optimize``): the simulated period (s) of each order tried at the chosen
+    design. ``priority``: the dispatch priorities replayed (collectives highest
     first, as ``sim.replay.simulate`` takes them), or None for the policy. ``sim``: the replay itself.
     ``compute_order``: a task graph's (a Chakra trace's) compute order as the solve chose it, the tasks'
     indices first to last (``milp/compute_order.py``); replays and prices of this solution run it.

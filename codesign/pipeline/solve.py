@@ -440,11 +440,13 @@ def run(built: Built) -> SearchResult:
     return res
 
 
-def assign(built: Built, res: SearchResult, *, diagnose: bool = False, duals: bool = False) -> Solution:
+def assign(built: Built, res: SearchResult, *, diagnose: bool = False, duals: bool = False,
+           order_bound: bool = True) -> Solution:
     """The last stage: the answer as a Solution (status, objective, bound, gap, the design and the
     schedule the simulator ran). Minimizing area or power, ties on the objective go to the faster design.
     ``diagnose`` adds the master's statistics; ``duals`` keeps the platform LP's duals at the answer
-    (``Solution.duals``, what ``shadow_prices`` reads)."""
+    (``Solution.duals``, what ``shadow_prices`` reads). ``order_bound`` False: no any-order bound at the
+    answer (``Solution.any_order_bound_s`` None) unless ``order: optimize``, whose notes carry it."""
     search, master = built.search, built.master
     custom = master.custom
     chosen, status, objective, bound = _answer(search, master, res, built.optimize, custom)
@@ -452,7 +454,7 @@ def assign(built: Built, res: SearchResult, *, diagnose: bool = False, duals: bo
         # (minimizing time, the search already evaluates the least-area design among those tied)
         chosen = _tie_break(search, master, chosen, built.extra)
     sol = _solution(built.md, search, master, res, chosen, status, objective, bound, custom, diagnose,
-                    time.perf_counter() - built.started, built.family)
+                    time.perf_counter() - built.started, built.family, order_bound)
     if built.family is not None:
         built.family.keep(master)
         built.family.remember(built.problem, sol)
@@ -466,7 +468,7 @@ def assign(built: Built, res: SearchResult, *, diagnose: bool = False, duals: bo
 
 def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None,
           diagnose: bool = False, refine_s: float = 0.0, started: float | None = None,
-          family: Family | None = None) -> Solution:
+          family: Family | None = None, order_bound: bool = True) -> Solution:
     """Solve ``problem``: the design whose simulated period is least (or the smallest that meets the
     target), with its steady-state schedule as simulated: ``assign(b, run(b))`` for ``b = build(...)``.
 
@@ -479,6 +481,8 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     ``family``: a ``Family`` the problem belongs to (``build``'s): its answer may be an earlier member's
     (``Family.proven``), or proven with the family's cuts; the same answer as without it, within the MIP gap
     (when no time limit cuts either search short).
+    ``order_bound`` False skips the any-order bound at the answer (``Solution.any_order_bound_s`` None) unless
+    ``order: optimize`` needs it: a sweep's rows do not carry it, and it is a tenth of a quickstart point.
     Raises InfeasibleError (with the reason) or SolverError.
     """
     if family is not None and not diagnose and family.admits(problem, extra):
@@ -489,7 +493,7 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
     built = None
     try:
         built = build(problem, time_limit=time_limit, extra=extra, refine_s=refine_s, started=started, family=family)
-        return assign(built, run(built), diagnose=diagnose)  # (assign keeps the master for the family)
+        return assign(built, run(built), diagnose=diagnose, order_bound=order_bound)  # (keeps the master)
     except BaseException as e:
         if family is not None and built is not None:
             family.keep(built.master)
@@ -589,7 +593,7 @@ def schedule_of(md: ModelData, sim: SimResult) -> tuple[tuple[ScheduledTask, ...
 
 def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, chosen: Visit, status: str,
               objective: float, bound: float | None, custom: bool, diagnose: bool, wall: float,
-              family: Family | None = None) -> Solution:
+              family: Family | None = None, order_bound: bool = True) -> Solution:
     p = md.problem
     choice = chosen.choice
     design = design_of(p.engine, choice)
@@ -626,8 +630,10 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
                 notes.append(f"no bandwidth anywhere in the ranges replays faster than "
                              f"{format_quantity(continuous, SECONDS)} (proven: the relaxation over each grid cell); "
                              f"the answer is within {100 * max(0.0, T - continuous) / T:.2f}% of it")
-    any_bound, binding = (family.any_order_bound_s(at_design(p, choice), design, choice) if family is not None
-                          else any_order_bound_s(at_design(p, choice), design))
+    any_bound, binding = None, ""
+    if order_bound or p.schedule.order == "optimize":
+        any_bound, binding = (family.any_order_bound_s(at_design(p, choice), design, choice) if family is not None
+                              else any_order_bound_s(at_design(p, choice), design))
     if p.schedule.order == "optimize":
         notes.append(f"no order replays faster than {format_quantity(any_bound, SECONDS)} at this design (proven, "
                      f"set by {binding}); the best order found is {100 * (T - any_bound) / T:.2f}% above it")
