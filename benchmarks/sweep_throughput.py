@@ -13,7 +13,9 @@ server and, where the tree keeps its pool between sweeps, the pool's workers; a 
 times ``plan`` + ``run_plan`` of the sweep with validation on (``VALIDATE``, the simulator's check of each
 point), writing the results CSV as ``codesign sweep`` does. points/s/core = points /
 wall / workers. A Dask LocalCluster's start is not in the wall (a long-lived cluster would not pay it per
-sweep). The before/after ratio is the median over pairs of (after rate / before rate), each pair measured
+sweep), nor, where the tree keeps its pool between sweeps, the pool's start; the row "local, 2, new pool"
+ends the kept pool after the warm-up, so its sweep starts one, as a one-shot ``codesign sweep`` does. The
+before/after ratio is the median over pairs of (after rate / before rate), each pair measured
 back to back, so a change in the machine's load between pairs cancels out; the machine's load average is
 printed before and after. "same answers" compares, point by point (by key), the answers of the two trees
 within the MIP gap (``same_answers``: a family's points share cuts and answers, so a point's path to its
@@ -66,6 +68,12 @@ def measure(spec: dict) -> dict:
     with tempfile.TemporaryDirectory() as d:
         run_plan(plan(spec["problem"], WARM, checks=[VALIDATE]), executor=ex, workers=workers,
                  out=Path(d) / "warm.csv")
+        if spec.get("cold"):  # a one-shot sweep's pool: started in the timed sweep (trees that keep one)
+            try:
+                from codesign.explore.executors import shutdown_pools
+                shutdown_pools()
+            except ImportError:
+                pass
         t0 = time.perf_counter()
         df = run_plan(plan(spec["problem"], spec["params"], checks=[VALIDATE]), executor=ex, workers=workers,
                       out=Path(d) / "sweep.csv")
@@ -199,11 +207,14 @@ def main() -> None:
     print("| executor, workers | points | before wall (s) | before points/s/core | after wall (s) | "
           "after points/s/core | after/before | same answers | busiest worker / even share, before / after |")
     print("|---|---|---|---|---|---|---|---|---|")
-    runs = [("serial", 1), ("local", 1), ("local", 2)] + ([] if args.no_dask else [("dask", 1), ("dask", 2)])
+    runs = [("serial", 1, False), ("local", 1, False), ("local", 2, False), ("local", 2, True)] + (
+        [] if args.no_dask else [("dask", 1, False), ("dask", 2, False)])
     res = {}
-    for ex, w in runs:
-        spec = {"problem": QUICK, "params": QUICK_PARAMS, "executor": ex, "workers": w}
-        res[ex, w] = compare(f"{ex}, {w}", spec, base, args.pairs)
+    for ex, w, cold in runs:
+        spec = {"problem": QUICK, "params": QUICK_PARAMS, "executor": ex, "workers": w, "cold": cold}
+        r = compare(f"{ex}, {w}" + (", new pool" if cold else ""), spec, base, args.pairs)
+        if not cold:
+            res[ex, w] = r
     for ex in ("local", "dask"):
         if (ex, 2) in res:
             r1, r2 = res[ex, 1], res[ex, 2]

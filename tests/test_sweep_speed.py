@@ -344,19 +344,30 @@ def test_a_kept_pool_serves_the_next_sweep_and_its_workers_start_each_sweep_afre
     """A sweep's pool is kept for the next sweep of as many workers (its processes run it), and the first
     batch of a sweep drops the families of the sweep before: the same sweep twice makes the same searches
     (a kept family would have settled the second run's points without a master solve)."""
-    from codesign.explore.executors import shutdown_pools
+    from codesign.explore import executors
     from codesign.explore.sweep import sweep
     params = {"topology.dims[1].bandwidth": "25GB/s,100GB/s", "engine.area_budget": "2mm^2,3mm^2"}
-    shutdown_pools()
+    executors.shutdown_pools()
     a = sweep(QUICK, params, workers=2)
+    kept = executors._warm[2]
     b = sweep(QUICK, params, workers=2)
-    assert set(b["worker"]) <= set(a["worker"])
+    assert executors._warm[2] is kept
+    assert {w.split(":")[1] for w in b["worker"]} <= {str(pid) for pid in kept._processes}
     cols = ["key", "status", "iteration_time_s", "master_solves", "evaluations", "error"]
     assert a[cols].equals(b[cols]) and (a["master_solves"] > 0).any()
-    shutdown_pools()
-    c = sweep(QUICK, params, workers=2)
-    assert not set(c["worker"]) & set(a["worker"])  # a new pool's processes
-    shutdown_pools()
+    executors.shutdown_pools()
+    assert not executors._warm
+    sweep(QUICK, params, workers=2)
+    fresh = executors._warm[2]
+    assert fresh is not kept
+    d = sweep(QUICK, params, workers=2, extra=_no_change)  # a hook of the caller's: a pool of its own, not kept
+    assert executors._warm == {2: fresh}
+    assert not {w.split(":")[1] for w in d["worker"]} & {str(pid) for pid in fresh._processes}
+    executors.shutdown_pools()
+
+
+def _no_change(model, problem) -> None:
+    """An extra hook that changes nothing (module level, so it pickles to pool workers)."""
 
 
 def test_the_any_order_bound_is_skipped_only_where_asked_and_not_needed():
@@ -366,3 +377,10 @@ def test_the_any_order_bound_is_skipped_only_where_asked_and_not_needed():
     optimize = dataclasses.replace(problem, schedule=dataclasses.replace(problem.schedule, order="optimize"))
     sol = solve(optimize, order_bound=False)
     assert sol.any_order_bound_s is not None and any("no order replays faster" in n for n in sol.notes)
+    # a member's answer that settles another member (Family.proven) brings the bound when that solve asks
+    family = Family(problem)
+    roomy = dataclasses.replace(problem, engine=dataclasses.replace(problem.engine, area_budget_mm2=1e3))
+    first = solve(roomy, family=family, order_bound=False)
+    assert first.any_order_bound_s is None
+    again = solve(problem, family=family)
+    assert again.master_solves == 0 and again.any_order_bound_s == solve(problem).any_order_bound_s

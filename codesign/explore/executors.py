@@ -63,14 +63,21 @@ def _import_modules(names: list[str]) -> None:
     _freeze_imports()
 
 
+_frozen = False
+
+
 def _freeze_imports() -> None:
     """Put what a worker has imported out of the garbage collector's reach (``gc.freeze``): modules and their
     classes and functions (Pyomo's, pandas's, codesign's) live as long as the worker, yet each full collection
     would walk them all again, about 50 ms in a codesign worker every few quickstart families. What the
     worker makes afterwards is collected as usual. No collection first: it would cost as much, in each new
     worker, as the ones it saves."""
+    global _frozen
+    if _frozen:  # once: a later freeze (a Dask cluster's next sweep) would also freeze what the sweeps made
+        return
     import gc
     gc.freeze()
+    _frozen = True
 
 
 def _watch_driver(pid: int) -> None:
@@ -93,12 +100,20 @@ def _watch_driver(pid: int) -> None:
     threading.Thread(target=watch, daemon=True, name="codesign-watch-driver").start()
 
 
-#: Pools kept between sweeps in this process, by their number of workers (``PoolRunner``): a new pool's
-#: workers cost about 0.1 s before their first point (fork, start-up, the first task's round trip), a
-#: fifth of a 40-point quickstart sweep on two workers. A pool that broke, or whose sweep was interrupted,
-#: is never kept. ``shutdown_pools`` ends them (at exit, too).
+#: The pool kept between sweeps in this process, by its number of workers (``PoolRunner``; one at most): a
+#: new pool's workers cost about 0.1 s before their first point (fork, start-up, the first task's round
+#: trip), a fifth of a 40-point quickstart sweep on two workers. A pool that broke, or whose sweep was
+#: interrupted, is never kept. ``shutdown_pools`` ends it (at exit, too).
 _warm: dict[int, Any] = {}
 _warm_lock = threading.Lock()
+
+
+def _forget_pools() -> None:
+    """In a forked child: the parent's pools are not this process's (their manager threads stay behind)."""
+    _warm.clear()
+
+
+os.register_at_fork(after_in_child=_forget_pools)
 
 
 def shutdown_pools() -> None:
@@ -114,14 +129,18 @@ atexit.register(shutdown_pools)
 
 
 class PoolRunner:
-    """A local process pool of ``workers`` processes, kept for the next sweep of as many workers when this
-    one ends well (``_warm``). What a worker keeps from one sweep to the next is its imports: the first
-    batch of a sweep clears the families and answers of the sweep before (``points.run_batch``)."""
+    """A local process pool of up to ``workers`` processes. With ``keep``, a pool kept by an earlier sweep of
+    as many workers runs the tasks, and this one is kept when it ends well (``_warm``). What a worker keeps
+    from one sweep to the next is its imports: the first batch of a sweep clears the families and answers
+    of the sweep before (``points.run_batch``). Its imports include any module of the caller's that a task
+    named (an ``extra`` hook, a check): a module edited and reloaded in the caller would stay as it was in
+    the workers, so sweeps keep their pool only when every function a task names is codesign's own."""
 
-    def __init__(self, workers: int, fn: Callable[[Task], Row] = run_point) -> None:
+    def __init__(self, workers: int, fn: Callable[[Task], Row] = run_point, keep: bool = False) -> None:
         self.workers = workers
         self.fn = fn
-        self.description = f"a local pool of {workers} process(es)"
+        self.keep = keep
+        self.description = f"a local pool of up to {workers} process(es)"
         self._ex: Any = None
 
     def _start(self) -> Any:
@@ -136,7 +155,9 @@ class PoolRunner:
                                    initargs=(os.getpid(),))
 
     def _acquire(self) -> Any:
-        """A kept pool of as many workers if there is a sound one, else a new one (``_start``)."""
+        """A kept pool of as many workers if there is a sound one (with ``keep``), else a new one (``_start``)."""
+        if not self.keep:
+            return self._start()
         with _warm_lock:
             ex = _warm.pop(self.workers, None)
         if ex is not None and not getattr(ex, "_broken", False) and not getattr(ex, "_shutdown_thread", False):
@@ -152,10 +173,11 @@ class PoolRunner:
             ex.shutdown(wait=True)
             return
         with _warm_lock:
-            old = _warm.pop(self.workers, None)
+            old = list(_warm.values())
+            _warm.clear()
             _warm[self.workers] = ex
-        if old is not None:
-            old.shutdown(wait=False)
+        for other in old:  # one pool kept in all: idle workers hold their last sweep's families
+            other.shutdown(wait=False)
 
     def run(self, tasks: Sequence[Task]) -> Iterator[tuple[Task, Row]]:
         from concurrent.futures import as_completed
@@ -188,8 +210,10 @@ class PoolRunner:
                 yield t, row
             if pending:  # it broke
                 self._ex.shutdown(wait=False, cancel_futures=True)
-            else:
+            elif self.keep:
                 self._keep(self._ex)
+            else:
+                self._ex.shutdown(wait=True)
             self._ex = None
         # a broken pool fails every task pending in it, not only the one whose worker died: a task that was
         # pending at MAX_ATTEMPTS breaks runs once more in a pool of its own, where a break is its own
@@ -298,15 +322,16 @@ class FuturesRunner:
 
 
 def make_runner(executor: Any, workers: int | None, tasks: Sequence[Task] = (),
-                fn: Callable[[Task], Row] = run_point) -> Any:
-    """The runner ``executor`` names (see ``codesign.explore.sweep.sweep``), calling ``fn`` on each task."""
+                fn: Callable[[Task], Row] = run_point, keep: bool = False) -> Any:
+    """The runner ``executor`` names (see ``codesign.explore.sweep.sweep``), calling ``fn`` on each task;
+    ``keep``: a local pool may be kept for the next sweep and may be a kept one (``PoolRunner``)."""
     from concurrent.futures import Executor
 
     if executor is None or executor in ("local", "pool"):
         # the pool starts a worker only when a task waits for one (forkserver and spawn), so a pool of n
         # runs a smaller sweep on fewer processes, and is kept for the next sweep of n workers
         n = max(1, workers or os.cpu_count() or 1)
-        return PoolRunner(n, fn)
+        return PoolRunner(n, fn, keep)
     if executor == "serial":
         return SerialRunner(fn)
     if executor == "dask":

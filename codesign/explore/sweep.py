@@ -240,7 +240,11 @@ def run_plan(pl: Plan, *, executor: Any = None, workers: int | None = None, out:
             sweep_id = uuid.uuid4().hex
             work = batches(tasks, family_of, _worker_count(executor, workers), order=larger_budgets_first,
                            sweep=sweep_id)
-            runner = make_runner(executor, workers, work, fn=run_batch)
+            # a kept pool's workers keep the modules they imported: only where the tasks name codesign's own
+            # functions alone (no extra hook, no check of the caller's, which the caller may edit and reload)
+            own = pl.extra is None and all((getattr(c.fn, "__module__", None) or "").startswith("codesign.")
+                                              for c in pl.checks)
+            runner = make_runner(executor, workers, work, fn=run_batch, keep=own)
 
             def record(task: PointTask, row: dict[str, Any]) -> None:
                 pt = todo[task.key]

@@ -382,13 +382,14 @@ class CompiledModel:
             repn = self._repn(expr)
             const = float(repn.constant)
             terms = [(self.var_map[key], c) for key, c in repn.linear.items()]
-        cols: dict[int, float] = {}
+        summed: dict[int, list] = {}  # by variable, in order of appearance: terms that cancel make no column
         for v, c in terms:
             if v.fixed:
                 const += float(c) * float(v.value)
-            elif c:
-                j = self._column(v)
-                cols[j] = cols.get(j, 0.0) + float(c)
+            else:
+                t = summed.setdefault(id(v), [v, 0.0])
+                t[1] += float(c)
+        cols = {self._column(v): c for v, c in summed.values() if c}
         return float(const), cols
 
     def solve(self, spec: SolverSpec, time_limit_s: float, gap: float | None = None) -> SolveStats:

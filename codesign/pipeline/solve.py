@@ -489,6 +489,10 @@ def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
         precheck(problem)
         known = family.proven(problem, time.perf_counter() if started is None else started)
         if known is not None:
+            if order_bound and known.any_order_bound_s is None:  # the member's solve skipped it
+                q = at_design(problem, known.choice)
+                bound, _ = family.any_order_bound_s(q, design_of(problem.engine, known.choice), known.choice)
+                known = dataclasses.replace(known, any_order_bound_s=bound)
             return known
     built = None
     try:
