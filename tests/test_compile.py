@@ -84,7 +84,7 @@ def test_our_walker_reads_linear_expressions_as_pyomo_does(expr):
 def test_what_our_walker_leaves_to_pyomo_compiles_the_same():
     """A mutable parameter and a named expression in a row: the compiled row is Pyomo's reading of it."""
     m = _model()
-    m.c = pyo.Constraint(expr=m.p * m.x[2] + m.e <= 10)
+    m.c = pyo.Constraint(expr=m.p * m.x[2] + m.e >= 10)  # not held back (_Held): 0 breaks it
     m.obj = pyo.Objective(expr=m.x[3])
     c = H.CompiledModel(m)
     lp = c.h.getModel().lp_
@@ -95,7 +95,7 @@ def test_what_our_walker_leaves_to_pyomo_compiles_the_same():
     else:
         row = {id(c.vars[j]): a.value_[q] for j in range(lp.num_col_) for q in range(a.start_[j], a.start_[j + 1])}
     assert row == pytest.approx(coefs)
-    assert lp.row_upper_[0] == pytest.approx(10 - const)
+    assert lp.row_lower_[0] == pytest.approx(10 - const)
 
 
 @pytest.mark.parametrize("name", ["quickstart.yaml", "resnet50_ace_torus3d.yaml", "libra/gpt3_3d.yaml",

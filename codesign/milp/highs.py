@@ -5,6 +5,7 @@ condition, the incumbent and the best bound without raising on a non-optimal res
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -152,6 +153,80 @@ class _Pending:
     value: list[float] = field(default_factory=list)
 
 
+#: Rows a model needs before any are held back (``_Held``; our calibration): on the quickstart's 73-row master
+#: a HiGHS run costs 1-3 ms whatever its rows, so the runs that give HiGHS a held row back cost more than the
+#: rows did (a 40-point sweep: 5.1 runs a point instead of 2.85); DLRM's 172-179-row masters gain a little,
+#: GNMT's 244-286 and ResNet-50's 1,100 up to 2x (BENCHMARKS.md, "Rows held back").
+HOLD_MIN_ROWS = 150
+
+
+@dataclass
+class _Held:
+    """The build's rows that HiGHS is given only once a solution breaks them (``CompiledModel.solve``): rows
+    that every column at 0 satisfies (their bounds admit a zero activity) and that read a continuous
+    column. In the design master these are the option-dependent phase bounds and the SRAM options' gated
+    rows, most of which never bind at the master's answers, while HiGHS's root pays for every row on every
+    run (ResNet-50's master: 1,100 rows, about 50 ms a run; the 700 rows it needs, about 7 ms). Without a
+    held row HiGHS solves a relaxation of the model, so its bound holds for the model; an answer that breaks
+    no held row is the model's answer. Rows of integer columns alone (a choice, a budget) are never held:
+    they decide which designs exist, and holding them back would cost a run wherever a budget binds."""
+
+    member: np.ndarray   # per build row: held back at the build
+    rows: np.ndarray     # the held rows' numbers among the model's rows
+    starts: np.ndarray   # the held rows in compressed form: each row's start in index and value
+    index: np.ndarray
+    value: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    given: np.ndarray    # per held row: given to HiGHS since the build
+
+    @classmethod
+    def of(cls, pend: _Pending, ncols: int, integers: set[int], hold: bool = True) -> _Held:
+        """The rows of ``pend`` to hold back (none unless ``hold``)."""
+        starts = np.array(pend.starts + [len(pend.index)], dtype=np.int64)
+        index = np.array(pend.index, dtype=np.int64)
+        lo, hi = np.array(pend.row_lo, dtype=float), np.array(pend.row_hi, dtype=float)
+        continuous = np.ones(ncols, dtype=bool)
+        continuous[list(integers)] = False
+        reads = np.zeros(len(lo), dtype=bool)
+        if len(index):
+            per_row = np.add.reduceat(continuous[index].astype(np.int64), starts[:-1]) if len(lo) else []
+            empty = starts[:-1] == starts[1:]
+            reads = (np.asarray(per_row) > 0) & ~empty
+        member = reads & (lo <= 0.0) & (hi >= 0.0) & hold
+        rows = np.flatnonzero(member)
+        st, ix, va = _select(pend, rows)
+        return cls(member, rows, st, ix, va, lo[rows], hi[rows], np.zeros(len(rows), dtype=bool))
+
+    def copy(self) -> _Held:
+        return dataclasses.replace(self, lo=self.lo.copy(), hi=self.hi.copy(), given=self.given.copy())
+
+    def move(self, row: int, lo: float, hi: float) -> None:
+        """New bounds for the held row ``row`` (a model row number)."""
+        i = int(np.searchsorted(self.rows, row))
+        self.lo[i], self.hi[i] = lo, hi
+
+    def broken(self, x: np.ndarray, tol: float) -> np.ndarray:
+        """The held rows not yet given to HiGHS that ``x`` breaks by more than ``tol`` (HiGHS's own
+        feasibility tolerance, which it allows on the rows it holds), as positions among the held rows."""
+        left = np.flatnonzero(~self.given)
+        if not len(left):
+            return left
+        act = np.add.reduceat(self.value * x[self.index], self.starts[:-1])[left]
+        return left[(act < self.lo[left] - tol) | (act > self.hi[left] + tol)]
+
+
+def _select(pend: _Pending, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows ``rows`` of ``pend`` in compressed form: starts (one more than the rows), index, value."""
+    ends = pend.starts[1:] + [len(pend.index)]
+    starts, index, value = [0], [], []
+    for r in rows:
+        index.extend(pend.index[pend.starts[r]:ends[r]])
+        value.extend(pend.value[pend.starts[r]:ends[r]])
+        starts.append(len(index))
+    return np.array(starts, dtype=np.int64), np.array(index, dtype=np.int64), np.array(value, dtype=float)
+
+
 class _Unhandled(Exception):
     """An expression ``_sum_of_terms`` leaves to Pyomo's own walker."""
 
@@ -231,19 +306,35 @@ class CompiledModel:
         for v in m.component_data_objects(pyo.Var, active=True):
             self._column(v)
         self.set_objective(objs[0].expr, objs[0].sense == pyo.minimize)
-        self.rows = 0
+        self.model_rows = 0  # the model's rows: the build's and those added since (cuts)
         self.row_of: dict[int, tuple[int, float]] = {}  # id(constraint) -> (its row, the constant moved to the rhs)
         for con in m.component_data_objects(pyo.Constraint, active=True):
             lo, body, hi = con.to_bounded_expression(True)
-            self.row_of[id(con)] = (self.rows, self.add(lo, body, hi))
+            self.row_of[id(con)] = (self.model_rows, self.add(lo, body, hi))
         # every call that builds the model in HiGHS, in order, so that ``restart`` can make the same model
-        # again without walking Pyomo's expressions
-        self.built = (self._flush(), len(self.vars), self.rows, self.sense, self.offset)
+        # again without walking Pyomo's expressions; and the rows held back (``_Held``) as the build left them
+        calls, held = self._flush()
+        self.held = held
+        self.built = (calls, len(self.vars), self.model_rows, list(self._hrows), held.copy(), self.sense, self.offset)
 
-    def _flush(self) -> list[tuple[str, tuple]]:
-        """Hand the build's columns, objective and rows to HiGHS; return the calls made."""
+    @property
+    def rows(self) -> int:
+        """The rows HiGHS holds: the model's less those held back and not yet needed (``_Held``)."""
+        return len(self._hrows)
+
+    def _flush(self) -> tuple[list[tuple[str, tuple]], _Held]:
+        """Hand the build's columns, objective and rows to HiGHS, but for the rows held back (``_Held``); return
+        the calls made and the rows held."""
         pend, self._pending = self._pending, None
         n = len(pend.lo)
+        held = _Held.of(pend, n, set(pend.integers), len(pend.row_lo) >= HOLD_MIN_ROWS)
+        given = np.flatnonzero(~held.member)
+        self._hrows = [int(r) for r in given]
+        if len(held.rows):
+            st, ix, va = _select(pend, given)
+            lo, hi = np.array(pend.row_lo)[given], np.array(pend.row_hi)[given]
+            pend = dataclasses.replace(pend, row_lo=list(lo), row_hi=list(hi), starts=list(st[:-1]), index=list(ix),
+                                       value=list(va))
         calls: list[tuple[str, tuple]] = [("addVars", (n, np.array(pend.lo), np.array(pend.hi)))]
         if pend.integers:
             k = len(pend.integers)
@@ -259,7 +350,7 @@ class CompiledModel:
         for name, args in calls:
             if getattr(self.h, name)(*args) == self._error:
                 raise ValueError(f"HiGHS refused the model's {name} (a coefficient out of its range?)")
-        return calls
+        return calls, held
 
     def restart(self, bounds: dict[int, tuple[float | None, float | None]] | None = None,
                 zero: list[int] | None = None) -> None:
@@ -268,25 +359,52 @@ class CompiledModel:
         (cuts) and without walking Pyomo again. ``bounds``: {id(constraint): (lo, hi)}, constraints of the
         build given new bounds (in the constraint's own terms, as ``add`` takes them), e.g. a budget.
         ``zero``: columns then held at 0 by their bounds (their variables stay free in Pyomo)."""
-        calls, ncols, nrows, self.sense, self.offset = self.built
+        calls, ncols, nrows, hrows, held, self.sense, self.offset = self.built
         if len(self.vars) != ncols:
             raise ValueError("columns were added after the build; compile the model again instead")
         self.h = new_highs()
         self._start = None  # the budgets changed: the last incumbent may be outside them
+        given = np.flatnonzero(self.held.given)  # rows an answer needed before: HiGHS gets them again
+        self.held = held.copy()
+        at = {r: i for i, r in enumerate(hrows)}
+        moved = {}
+        for key, (new_lo, new_hi) in (bounds or {}).items():
+            row, const = self.row_of[key]
+            lo = -self.inf if new_lo is None else new_lo - const
+            hi = self.inf if new_hi is None else new_hi - const
+            if row in at:
+                moved[at[row]] = (lo, hi)
+            else:
+                self.held.move(row, lo, hi)
         for name, args in calls:
-            if name == "addRows" and bounds:
+            if name == "addRows" and moved:
                 n, lo, hi, *rest = args
                 lo, hi = lo.copy(), hi.copy()
-                for key, (new_lo, new_hi) in bounds.items():
-                    row, const = self.row_of[key]
-                    lo[row] = -self.inf if new_lo is None else new_lo - const
-                    hi[row] = self.inf if new_hi is None else new_hi - const
+                for i, (new_lo, new_hi) in moved.items():
+                    lo[i], hi[i] = new_lo, new_hi
                 args = (n, lo, hi, *rest)
             getattr(self.h, name)(*args)
-        self.rows = nrows
+        self.model_rows = nrows
+        self._hrows = list(hrows)
+        if len(given):
+            self._give(given)
         if zero:
             n = len(zero)
             self.h.changeColsBounds(n, np.array(zero, dtype=np.int32), np.zeros(n), np.zeros(n))
+
+    def _give(self, held: np.ndarray) -> None:
+        """Give HiGHS the held rows at positions ``held`` (``_Held``), after the rows it has."""
+        H = self.held
+        starts, index, value = [], [], []
+        for i in held:
+            starts.append(len(index))
+            index.extend(H.index[H.starts[i]:H.starts[i + 1]])
+            value.extend(H.value[H.starts[i]:H.starts[i + 1]])
+        n = len(held)
+        self.h.addRows(n, H.lo[held], H.hi[held], len(index), np.array(starts, dtype=np.int32),
+                       np.array(index, dtype=np.int32), np.array(value, dtype=float))
+        H.given[held] = True
+        self._hrows.extend(int(H.rows[i]) for i in held)
 
     def forget_start(self) -> None:
         """Give the next run no start (``solve``): the last incumbent is known to be cut off."""
@@ -311,9 +429,11 @@ class CompiledModel:
         self.h.changeColsCost(n, np.arange(n, dtype=np.int32), cost)
 
     def pop_row(self) -> None:
-        """Remove the row added last."""
-        self.rows -= 1
-        self.h.deleteRows(1, np.array([self.rows], dtype=np.int32))
+        """Remove the row added last (rows given to HiGHS from those held back may have come after it)."""
+        self.model_rows -= 1
+        at = len(self._hrows) - 1 - self._hrows[::-1].index(self.model_rows)
+        del self._hrows[at]
+        self.h.deleteRows(1, np.array([at], dtype=np.int32))
 
     def _repn(self, expr):
         repn = self.visitor.walk_expression(expr)
@@ -356,7 +476,7 @@ class CompiledModel:
         const, cols = self._linear(expr)
         row_lo = -self.inf if lo is None else lo - const
         row_hi = self.inf if hi is None else hi - const
-        self.rows += 1
+        self.model_rows += 1
         pend = self._pending
         if pend is not None:
             pend.row_lo.append(row_lo)
@@ -368,8 +488,9 @@ class CompiledModel:
         idx = np.array(list(cols), dtype=np.int32)
         status = self.h.addRow(row_lo, row_hi, len(idx), idx, np.array(list(cols.values()), dtype=float))
         if status == self._error:
-            self.rows -= 1
+            self.model_rows -= 1
             raise ValueError(f"HiGHS refused the row {expr} (a coefficient out of its range?)")
+        self._hrows.append(self.model_rows - 1)
         return const
 
     def _linear(self, expr) -> tuple[float, dict[int, float]]:
@@ -419,27 +540,47 @@ class CompiledModel:
                 from importlib.metadata import version
                 raise SolverError(f"highspy {version('highspy')} has no option {name}: codesign needs highspy 1.11 "
                                   "or newer (pip install -U highspy)")
+        S = highspy.HighsModelStatus
+        tol = h.getOptions().primal_feasibility_tolerance
         t0 = time.perf_counter()
-        h.run()
-        if started and h.getModelStatus() == highspy.HighsModelStatus.kSolveError:
-            # HiGHS takes a start that meets its feasibility tolerance only just, then can reject the answer
-            # it reached from it (a row off by the tolerance: "solve error"); the same model solves from
-            # scratch, so run again without the start, in the time left
-            h.clearSolver()
-            h.setOptionValue("time_limit", max(0.01, float(time_limit_s) - (time.perf_counter() - t0)))
+        while True:
             h.run()
+            if started and h.getModelStatus() == S.kSolveError:
+                # HiGHS takes a start that meets its feasibility tolerance only just, then can reject the answer
+                # it reached from it (a row off by the tolerance: "solve error"); the same model solves from
+                # scratch, so run again without the start, in the time left
+                h.clearSolver()
+                h.setOptionValue("time_limit", max(0.01, float(time_limit_s) - (time.perf_counter() - t0)))
+                h.run()
+            ms = h.getModelStatus()
+            info = h.getInfo()
+            has = info.primal_solution_status == highspy.kSolutionStatusFeasible
+            sol = h.getSolution() if has else None
+            broken = self.held.broken(np.asarray(sol.col_value), tol) if has else ()
+            if ms in (S.kUnbounded, S.kUnboundedOrInfeasible) and not self.held.given.all():
+                # without the rows held back the relaxation may be unbounded (a hook's free variable that
+                # only those rows bound): give HiGHS every one, and solve again
+                broken, has = np.flatnonzero(~self.held.given), False
+            if not len(broken):
+                break
+            # the answer breaks rows held back (``_Held``): HiGHS gets them and solves again, from that answer
+            # (which it repairs as it does a start that a new cut breaks), in the time left
+            self._give(broken)
+            left = float(time_limit_s) - (time.perf_counter() - t0)
+            if ms not in (S.kOptimal, S.kUnbounded, S.kUnboundedOrInfeasible) or left <= 0:
+                has = False  # an answer of the relaxation only; its bound holds for the model
+                break
+            if sol is not None:
+                h.setSolution(sol)
+                started = True
+            h.setOptionValue("time_limit", max(0.01, left))
         wall = time.perf_counter() - t0
         h.resetGlobalScheduler(True)
-        ms = h.getModelStatus()
-        info = h.getInfo()
-        S = highspy.HighsModelStatus
-        has = info.primal_solution_status == highspy.kSolutionStatusFeasible
         obj = self.sense * info.objective_function_value + self.offset if has else None
         integer = any(v.is_integer() and not v.fixed for v in self.vars)
         raw_bound = info.mip_dual_bound if integer else info.objective_function_value
         bound = self.sense * raw_bound + self.offset if raw_bound is not None and math.isfinite(raw_bound) else None
         if has:
-            sol = h.getSolution()
             self._start = sol
             x = sol.col_value
             for j, v in enumerate(self.vars):
@@ -453,7 +594,9 @@ class CompiledModel:
             status = "infeasible"
         else:
             status = "error"
+        if status == "optimal" and not has:
+            status = "time_limit"  # out of time with rows to give HiGHS: the relaxation's answer is not the model's
         gap = abs(obj - bound) / max(abs(obj), 1e-12) if has and bound is not None else None
         nb = sum(1 for v in self.vars if v.is_binary() and not v.fixed)
-        size = ModelSize(sum(1 for v in self.vars if not v.fixed), nb, self.rows)
+        size = ModelSize(sum(1 for v in self.vars if not v.fixed), nb, self.model_rows)
         return SolveStats(status, ms.name if hasattr(ms, "name") else str(ms), obj, bound, gap, wall, size, has)
