@@ -158,6 +158,14 @@ class _Pending:
 #: rows did (a 40-point sweep: 5.1 runs a point instead of 2.85); DLRM's 172-179-row masters gain a little,
 #: GNMT's 244-286 and ResNet-50's 1,100 up to 2x (BENCHMARKS.md, "Rows held back").
 HOLD_MIN_ROWS = 150
+#: Rows above which a model is left whole (our calibration): GPT-3 175B's 6,966-row master and the 500-layer
+#: problem's 12,109-row one need most of their held rows within their first solve, found over 4-5 runs of
+#: 0.2-1.5 s each, more than the rows they leave out save (0.87x and 0.76x in benchmarks/held_rows.py).
+HOLD_MAX_ROWS = 5000
+#: The share of its held rows a model gives HiGHS before it gives them all (our calibration): GPT-3 175B's
+#: master needed 1,750 of its 2,661 held rows in its first solve, and more in later ones, a run each time
+#: (22 runs instead of 12, each 0.2-1 s); ResNet-50's needs 5 of 391.
+GIVE_ALL = 0.5
 
 
 @dataclass
@@ -327,7 +335,7 @@ class CompiledModel:
         the calls made and the rows held."""
         pend, self._pending = self._pending, None
         n = len(pend.lo)
-        held = _Held.of(pend, n, set(pend.integers), len(pend.row_lo) >= HOLD_MIN_ROWS)
+        held = _Held.of(pend, n, set(pend.integers), HOLD_MIN_ROWS <= len(pend.row_lo) <= HOLD_MAX_ROWS)
         given = np.flatnonzero(~held.member)
         self._hrows = [int(r) for r in given]
         if len(held.rows):
@@ -564,8 +572,11 @@ class CompiledModel:
             if not len(broken):
                 break
             # the answer breaks rows held back (``_Held``): HiGHS gets them and solves again, from that answer
-            # (which it repairs as it does a start that a new cut breaks), in the time left
+            # (which it repairs as it does a start that a new cut breaks), in the time left; once most held
+            # rows were needed, the rest likely are too, and each later break would cost a run: all of them
             self._give(broken)
+            if self.held.given.mean() > GIVE_ALL:
+                self._give(np.flatnonzero(~self.held.given))
             left = float(time_limit_s) - (time.perf_counter() - t0)
             if ms not in (S.kOptimal, S.kUnbounded, S.kUnboundedOrInfeasible) or left <= 0:
                 has = False  # an answer of the relaxation only; its bound holds for the model
