@@ -35,16 +35,10 @@ def measure(name: str) -> dict:
     """In this process: warm up, then one serial sweep of ``name``; ms and HiGHS runs per point, answers."""
     import time
 
-    import highspy
+    from highs_runs import counter  # benchmarks/highs_runs.py
 
     from codesign.explore.sweep import VALIDATE, plan, run_plan
-    runs = [0]
-    run = highspy.Highs.run
-
-    def counted(self):
-        runs[0] += 1
-        return run(self)
-    highspy.Highs.run = counted
+    runs = counter()
     problem, params, warm = SWEEPS[name]
     run_plan(plan(problem, warm, checks=[VALIDATE]), executor="serial")
     runs[0] = 0

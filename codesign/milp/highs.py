@@ -164,7 +164,7 @@ HOLD_MIN_ROWS = 150
 HOLD_MAX_ROWS = 5000
 #: The share of its held rows a model gives HiGHS before it gives them all (our calibration): GPT-3 175B's
 #: master needed 1,750 of its 2,661 held rows in its first solve, and more in later ones, a run each time
-#: (22 runs instead of 12, each 0.2-1 s); ResNet-50's needs 5 of 391.
+#: (22 runs instead of 12, each 0.2-1 s); ResNet-50's needs about 175 of its 391, most in its first solve.
 GIVE_ALL = 0.5
 
 
@@ -174,7 +174,7 @@ class _Held:
     that every column at 0 satisfies (their bounds admit a zero activity) and that read a continuous
     column. In the design master these are the option-dependent phase bounds and the SRAM options' gated
     rows, most of which never bind at the master's answers, while HiGHS's root pays for every row on every
-    run (ResNet-50's master: 1,100 rows, about 50 ms a run; the 700 rows it needs, about 7 ms). Without a
+    run (ResNet-50's master: 1,100 rows, about 50 ms a run; the 880 rows it needs, 6-17 ms). Without a
     held row HiGHS solves a relaxation of the model, so its bound holds for the model; an answer that breaks
     no held row is the model's answer. Rows of integer columns alone (a choice, a budget) are never held:
     they decide which designs exist, and holding them back would cost a run wherever a budget binds."""
