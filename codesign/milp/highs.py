@@ -199,12 +199,11 @@ class _Held:
         continuous[list(integers)] = False
         reads = np.zeros(len(lo), dtype=bool)
         if len(index):
-            per_row = np.add.reduceat(continuous[index].astype(np.int64), starts[:-1]) if len(lo) else []
             empty = starts[:-1] == starts[1:]
-            reads = (np.asarray(per_row) > 0) & ~empty
+            reads = (np.add.reduceat(continuous[index].astype(np.int64), starts[:-1]) > 0) & ~empty
         member = reads & (lo <= 0.0) & (hi >= 0.0) & hold
         rows = np.flatnonzero(member)
-        st, ix, va = _select(pend, rows)
+        st, ix, va = _select(starts, pend.index, pend.value, rows)
         return cls(member, rows, st, ix, va, lo[rows], hi[rows], np.zeros(len(rows), dtype=bool))
 
     def copy(self) -> _Held:
@@ -225,15 +224,16 @@ class _Held:
         return left[(act < self.lo[left] - tol) | (act > self.hi[left] + tol)]
 
 
-def _select(pend: _Pending, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The rows ``rows`` of ``pend`` in compressed form: starts (one more than the rows), index, value."""
-    ends = pend.starts[1:] + [len(pend.index)]
-    starts, index, value = [0], [], []
+def _select(starts: Any, index: Any, value: Any, rows: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows ``rows`` of a compressed matrix (``starts`` one longer than its rows, ``index``, ``value``),
+    in compressed form: starts (one longer than ``rows``), index, value."""
+    out_starts, out_index, out_value = [0], [], []
     for r in rows:
-        index.extend(pend.index[pend.starts[r]:ends[r]])
-        value.extend(pend.value[pend.starts[r]:ends[r]])
-        starts.append(len(index))
-    return np.array(starts, dtype=np.int64), np.array(index, dtype=np.int64), np.array(value, dtype=float)
+        out_index.extend(index[starts[r]:starts[r + 1]])
+        out_value.extend(value[starts[r]:starts[r + 1]])
+        out_starts.append(len(out_index))
+    return (np.array(out_starts, dtype=np.int64), np.array(out_index, dtype=np.int64),
+            np.array(out_value, dtype=float))
 
 
 class _Unhandled(Exception):
@@ -324,7 +324,7 @@ class CompiledModel:
         # again without walking Pyomo's expressions; and the rows held back (``_Held``) as the build left them
         calls, held = self._flush()
         self.held = held
-        self.built = (calls, len(self.vars), self.model_rows, list(self._hrows), held.copy(), self.sense, self.offset)
+        self.built = (calls, len(self.vars), self.model_rows, held.copy(), self.sense, self.offset)
 
     @property
     def rows(self) -> int:
@@ -339,11 +339,6 @@ class CompiledModel:
         held = _Held.of(pend, n, set(pend.integers), HOLD_MIN_ROWS <= len(pend.row_lo) <= HOLD_MAX_ROWS)
         given = np.flatnonzero(~held.member)
         self._hrows = [int(r) for r in given]
-        if len(held.rows):
-            st, ix, va = _select(pend, given)
-            lo, hi = np.array(pend.row_lo)[given], np.array(pend.row_hi)[given]
-            pend = dataclasses.replace(pend, row_lo=list(lo), row_hi=list(hi), starts=list(st[:-1]), index=list(ix),
-                                       value=list(va))
         calls: list[tuple[str, tuple]] = [("addVars", (n, np.array(pend.lo), np.array(pend.hi)))]
         if pend.integers:
             k = len(pend.integers)
@@ -352,10 +347,10 @@ class CompiledModel:
         cost = np.zeros(n)
         cost[:len(pend.cost)] = pend.cost
         calls.append(("changeColsCost", (n, np.arange(n, dtype=np.int32), cost)))
-        if pend.row_lo:
-            calls.append(("addRows", (len(pend.row_lo), np.array(pend.row_lo), np.array(pend.row_hi), len(pend.index),
-                                      np.array(pend.starts, dtype=np.int32), np.array(pend.index, dtype=np.int32),
-                                      np.array(pend.value, dtype=float))))
+        if len(given):
+            st, ix, va = _select(pend.starts + [len(pend.index)], pend.index, pend.value, given)
+            calls.append(("addRows", (len(given), np.array(pend.row_lo)[given], np.array(pend.row_hi)[given], len(ix),
+                                      st[:-1].astype(np.int32), ix.astype(np.int32), va)))
         for name, args in calls:
             if getattr(self.h, name)(*args) == self._error:
                 raise ValueError(f"HiGHS refused the model's {name} (a coefficient out of its range?)")
@@ -368,7 +363,8 @@ class CompiledModel:
         (cuts) and without walking Pyomo again. ``bounds``: {id(constraint): (lo, hi)}, constraints of the
         build given new bounds (in the constraint's own terms, as ``add`` takes them), e.g. a budget.
         ``zero``: columns then held at 0 by their bounds (their variables stay free in Pyomo)."""
-        calls, ncols, nrows, hrows, held, self.sense, self.offset = self.built
+        calls, ncols, nrows, held, self.sense, self.offset = self.built
+        hrows = [int(r) for r in np.flatnonzero(~held.member)]  # the build's rows that HiGHS got
         if len(self.vars) != ncols:
             raise ValueError("columns were added after the build; compile the model again instead")
         self.h = new_highs()
@@ -404,14 +400,9 @@ class CompiledModel:
     def _give(self, held: np.ndarray) -> None:
         """Give HiGHS the held rows at positions ``held`` (``_Held``), after the rows it has."""
         H = self.held
-        starts, index, value = [], [], []
-        for i in held:
-            starts.append(len(index))
-            index.extend(H.index[H.starts[i]:H.starts[i + 1]])
-            value.extend(H.value[H.starts[i]:H.starts[i + 1]])
-        n = len(held)
-        self.h.addRows(n, H.lo[held], H.hi[held], len(index), np.array(starts, dtype=np.int32),
-                       np.array(index, dtype=np.int32), np.array(value, dtype=float))
+        starts, index, value = _select(H.starts, H.index, H.value, held)
+        self.h.addRows(len(held), H.lo[held], H.hi[held], len(index), starts[:-1].astype(np.int32),
+                       index.astype(np.int32), value)
         H.given[held] = True
         self._hrows.extend(int(H.rows[i]) for i in held)
 
@@ -576,7 +567,7 @@ class CompiledModel:
             # (which it repairs as it does a start that a new cut breaks), in the time left; once most held
             # rows were needed, the rest likely are too, and each later break would cost a run: all of them
             self._give(broken)
-            if self.held.given.mean() > GIVE_ALL:
+            if self.held.given.mean() > GIVE_ALL and not self.held.given.all():
                 self._give(np.flatnonzero(~self.held.given))
             left = float(time_limit_s) - (time.perf_counter() - t0)
             if ms not in (S.kOptimal, S.kUnbounded, S.kUnboundedOrInfeasible) or left <= 0:
