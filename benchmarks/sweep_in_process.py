@@ -3,10 +3,11 @@
 
     python benchmarks/sweep_in_process.py --baseline /tmp/codesign-main [--rounds 3]
 
-Two sweeps: the quickstart's 40 points (20 bandwidths x 2 area budgets) and 20 ResNet-50 ACE points
-(2 bandwidths x 10 area budgets). Each measurement runs in a fresh process whose ``PYTHONPATH`` is the tree
-measured, after a warm-up point of another family; "runs" counts ``highspy.Highs.run`` calls. The
-medians over rounds are printed, and whether both trees' answers (status, period, area) are the same.
+Three sweeps: the quickstart's 40 points (20 bandwidths x 2 area budgets), 20 ResNet-50 ACE points
+(2 bandwidths x 10 area budgets) and 50 (5 x 10, the grid of ``sweep_throughput.py``). Each measurement runs
+in a fresh process whose ``PYTHONPATH`` is the tree measured, after a warm-up point of another family; "runs"
+counts ``highspy.Highs.run`` calls. The medians over rounds are printed, and whether both trees' answers
+(status, period, area) are the same.
 """
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ SWEEPS = {  # name: (problem, the sweep's parameters, a warm-up point of another
     "ResNet-50 ACE, 20 points": (
         "problems/resnet50_ace_torus3d.yaml",
         {"topology.dims[0].bandwidth": "8GiB/s,16GiB/s", "engine.area_budget": "0.5mm^2:5mm^2:10"},
+        {"schedule.chunks": "2", "engine.area_budget": "0.5mm^2"}),
+    "ResNet-50 ACE, 50 points": (  # the grid of benchmarks/sweep_throughput.py: five families of ten
+        "problems/resnet50_ace_torus3d.yaml",
+        {"topology.dims[0].bandwidth": "log:8GiB/s:128GiB/s:5", "engine.area_budget": "0.5mm^2:5mm^2:10"},
         {"schedule.chunks": "2", "engine.area_budget": "0.5mm^2"}),
 }
 

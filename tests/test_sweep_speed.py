@@ -210,6 +210,30 @@ def test_a_hinted_design_is_evaluated_before_the_first_master_solve():
     assert next(iter(fam.replays)) == tuple(sorted(alone.choice.items()))  # the first design replayed
 
 
+def test_a_new_family_is_hinted_with_the_designs_the_last_one_proposed_not_its_hints():
+    """``Family.proposed``: the designs its searches evaluated, in order, not those it was hinted. A worker's
+    next family gets those (after the latest answers) and replays them before its first master solve."""
+    from codesign.explore import points
+    p, slow = (pt.problem for pt in plan(QUICK, {"topology.dims[1].bandwidth": ["25GB/s", "5GB/s"]}).points)
+    first = Family(p)
+    hinted = {"sram": 0, "alu": 0, "dma": 0}
+    first.hint([hinted])
+    solve(p, family=first)
+    assert first.proposed() and hinted not in first.proposed()
+    assert [dict(k) for k in first.replays][1:] == first.proposed()  # the hint first, then the search's
+    task = lambda q: PointTask("k", q)  # noqa: E731
+    points.run_batch(points.BatchTask("k", (), sweep="test"))  # a new sweep: the process forgets its families
+    points._families.append(first)
+    second = points._family(task(slow))
+    assert second is not first and second.hints[-len(first.proposed()):] == first.proposed()
+    got = solve(slow, family=second)
+    alone = solve(slow)
+    assert (got.choice, got.iteration_time_s, got.status) == (alone.choice, alone.iteration_time_s, alone.status)
+    fitting = [tuple(sorted(c.items())) for c in second.hints if fits_budgets(slow, c)]
+    assert list(second.replays)[:len(fitting)] == fitting  # replayed before the first master solve
+    points.run_batch(points.BatchTask("k", (), sweep="other"))
+
+
 def test_two_builds_of_one_family_never_share_a_master():
     """A kept master leaves the family while a build holds it: built side by side, each member answers
     under its own budgets (a shared master's budget rows would be the last build's)."""

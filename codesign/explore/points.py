@@ -66,6 +66,13 @@ _families: list[Family] = []  # most recently used last; guarded by _SOLVE_LOCK
 #: How many of this process's latest answers a new family is given to evaluate first (``Family.hint``): a
 #: family of the next bandwidth often has the same answers at the same budgets.
 HINTS_KEPT = 10
+#: How many of the designs that the process's last family proposed (``Family.proposed``) a new family is given
+#: to evaluate first, after the answers: its searches propose much the same ones, and a replay costs less than
+#: the master solve that would propose it (ResNet-50's ACE grid: a replay about 17 ms, a master solve and its
+#: tie-break about 80 ms; 139 master solves for 50 points before, 104 after, BENCHMARKS.md). The bound is what
+#: hints may cost a family in replays where they turn out useless (our calibration; a ResNet-50 family proposes
+#: 12-26).
+PROPOSALS_KEPT = 64
 _answers: list[dict[str, int]] = []  # the latest answers' designs, most recent last; guarded by _SOLVE_LOCK
 _sweep: str | None = None  # the sweep whose families and answers those are; guarded by _SOLVE_LOCK
 
@@ -81,6 +88,8 @@ def _family(task: PointTask) -> Family | None:
             return f
     f = Family(task.problem)
     f.hint(_answers)
+    if _families:
+        f.hint(_families[-1].proposed()[-PROPOSALS_KEPT:])
     _families.append(f)
     del _families[:-FAMILIES_KEPT]
     return f

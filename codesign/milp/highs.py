@@ -175,7 +175,7 @@ class _Held:
     that every column at 0 satisfies (their bounds admit a zero activity) and that read a continuous
     column. In the design master these are the option-dependent phase bounds and the SRAM options' gated
     rows, most of which never bind at the master's answers, while HiGHS's root pays for every row on every
-    run (ResNet-50's master: 1,100 rows, about 50 ms a run; the 880 rows it needs, 6-17 ms). Without a
+    run (ResNet-50's master: 1,100 rows then, about 50 ms a run; the 880 rows it needed, 6-17 ms). Without a
     held row HiGHS solves a relaxation of the model, so its bound holds for the model; an answer that breaks
     no held row is the model's answer. Rows of integer columns alone (a choice, a budget) are never held:
     they decide which designs exist, and holding them back would cost a run wherever a budget binds."""

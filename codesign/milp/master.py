@@ -220,7 +220,11 @@ class Master:
         self.max_phase_us: dict[tuple[int, int], float] = {}
         for k, i in ki:
             lt = md.link_term(k, i)  # a constant, or per option of an open dimension's bandwidth
-            m.phase_bound.add(m.phase_time[k, i] >= self.lin(lt))
+            link = self.lin(lt)
+            if isinstance(link, float):
+                m.phase_time[k, i].setlb(max(0.0, link))
+            else:
+                m.phase_bound.add(m.phase_time[k, i] >= link)
             worst = max(lt.coeffs)
             for t in md.phase_terms(k, i):
                 m.phase_bound.add(m.phase_time[k, i] >= self.lin(t))

@@ -280,6 +280,12 @@ class Family:
             if set(c) == set(space) and all(0 <= o < len(space[r]) for r, o in c.items()) and c not in self.hints:
                 self.hints.append(dict(c))
 
+    def proposed(self) -> list[dict[str, int]]:
+        """The designs the members' searches evaluated, in the order they did (not those evaluated as hints):
+        the designs whose bounds the master could not rule out, which a family of a nearby problem (the next
+        bandwidth of a sweep) often cannot either."""
+        return [ev.choice for ev, _, _ in self.replays.values() if ev.choice not in self.hints]
+
     def keep(self, master: Master) -> None:
         """Keep a member's master, once a solve has compiled it, for the next member with its key, and the
         interval cuts it found for every member."""
