@@ -119,12 +119,23 @@ def _name(fn: Any) -> str | None:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
 
 
+_LEAVES = frozenset((str, int, float, bool, type(None)))
+_FIELDS: dict[type, tuple[str, ...] | None] = {}  # per type: its dataclass fields' names, None if not one
+
+
 def _plain(obj: Any) -> Any:
     """``obj`` as JSON sees ``dataclasses.asdict(obj)``: dataclasses as dicts of their fields, sequences as
     lists, the rest as it is (``asdict`` deep-copies it first, which costs a millisecond a problem and
-    changes nothing JSON writes: the resume keys are the same)."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    changes nothing JSON writes: the resume keys are the same). Each type's fields are looked up once: a
+    sweep point's problem has thousands of values."""
+    t = type(obj)
+    if t in _LEAVES:
+        return obj
+    if t not in _FIELDS:
+        _FIELDS[t] = tuple(f.name for f in dataclasses.fields(t)) if dataclasses.is_dataclass(t) else None
+    names = _FIELDS[t]
+    if names is not None:
+        return {n: _plain(getattr(obj, n)) for n in names}
     if isinstance(obj, (list, tuple)):
         return [_plain(x) for x in obj]
     if isinstance(obj, dict):
