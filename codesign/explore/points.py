@@ -69,9 +69,9 @@ HINTS_KEPT = 10
 #: How many of the designs that the process's last family proposed (``Family.proposed``) a new family is given
 #: to evaluate first, after the answers: its searches propose much the same ones, and a replay costs less than
 #: the master solve that would propose it (ResNet-50's ACE grid: a replay about 17 ms, a master solve and its
-#: tie-break about 80 ms; 139 master solves for 50 points before, 104 after, BENCHMARKS.md). The bound is what
-#: hints may cost a family in replays where they turn out useless (our calibration; a ResNet-50 family proposes
-#: 12-26).
+#: tie-break about 80 ms; 139 master solves for 50 points before, 103 after, BENCHMARKS.md). The bound is what
+#: hints may cost a family in replays where they turn out useless (our calibration; the families of ResNet-50's
+#: grid propose 1-29).
 PROPOSALS_KEPT = 64
 _answers: list[dict[str, int]] = []  # the latest answers' designs, most recent last; guarded by _SOLVE_LOCK
 _sweep: str | None = None  # the sweep whose families and answers those are; guarded by _SOLVE_LOCK
