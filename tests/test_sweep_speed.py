@@ -221,17 +221,46 @@ def test_a_new_family_is_hinted_with_the_designs_the_last_one_proposed_not_its_h
     solve(p, family=first)
     assert first.proposed() and hinted not in first.proposed()
     assert [dict(k) for k in first.replays][1:] == first.proposed()  # the hint first, then the search's
-    task = lambda q: PointTask("k", q)  # noqa: E731
     points.run_batch(points.BatchTask("k", (), sweep="test"))  # a new sweep: the process forgets its families
-    points._families.append(first)
-    second = points._family(task(slow))
-    assert second is not first and second.hints[-len(first.proposed()):] == first.proposed()
-    got = solve(slow, family=second)
-    alone = solve(slow)
-    assert (got.choice, got.iteration_time_s, got.status) == (alone.choice, alone.iteration_time_s, alone.status)
-    fitting = [tuple(sorted(c.items())) for c in second.hints if fits_budgets(slow, c)]
-    assert list(second.replays)[:len(fitting)] == fitting  # replayed before the first master solve
-    points.run_batch(points.BatchTask("k", (), sweep="other"))
+    try:
+        points._families.append(first)
+        second = points._family(PointTask("k", slow))
+        assert second is not first and second.hints[-len(first.proposed()):] == first.proposed()
+        got = solve(slow, family=second)
+        alone = solve(slow)
+        assert (got.choice, got.iteration_time_s, got.status) == (alone.choice, alone.iteration_time_s, alone.status)
+        fitting = [tuple(sorted(c.items())) for c in second.hints if fits_budgets(slow, c)]
+        assert list(second.replays)[:len(fitting)] == fitting  # replayed before the first master solve
+    finally:
+        points.run_batch(points.BatchTask("k", (), sweep="other"))  # this test's family leaves the process
+
+
+def test_hints_take_at_most_half_the_time_a_member_has_left(monkeypatch):
+    """A family replays its hints before a member's first master solve, but stops once half the time the
+    member had left is gone, so slow replays under a tight time limit leave the search time of its own."""
+    import itertools
+    import time
+
+    from codesign.pipeline.solve import build
+    p = load_problem(QUICK)
+    fam = Family(p)
+    designs = [dict(zip(fam.md.space, c)) for c in itertools.product(*(range(len(o)) for o in fam.md.space.values()))]
+    fam.hint(designs)
+    assert len(fam.hints) == 8
+    real = Family.evaluator
+
+    def slow(self, md):
+        evaluate = real(self, md)
+
+        def each(choice):
+            time.sleep(0.25)
+            return evaluate(choice)
+        return each
+    monkeypatch.setattr(Family, "evaluator", slow)
+    t0 = time.perf_counter()
+    b = build(p, family=fam, time_limit=2.0, started=t0)
+    assert 1 <= len(fam.replays) <= 4  # 0.25 s each, within about 1 s of the 2
+    assert b.search.known == len(fam.replays) and time.perf_counter() - t0 < 1.9
 
 
 def test_two_builds_of_one_family_never_share_a_master():

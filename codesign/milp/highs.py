@@ -156,7 +156,8 @@ class _Pending:
 #: Rows a model needs before any are held back (``_Held``; our calibration): on the quickstart's 73-row master
 #: a HiGHS run costs 1-3 ms whatever its rows, so the runs that give HiGHS a held row back cost more than the
 #: rows did (a 40-point sweep: 5.1 runs a point instead of 2.85); DLRM's 172-179-row and GNMT's 244-286-row
-#: masters about break even in a single solve, and ResNet-50's 1,100-row one gains most in sweeps, 1.5-1.6x
+#: masters about break even in a single solve (131-138 and 187-231 rows at the build since link times became
+#: bounds: DLRM's now below this), and ResNet-50's 1,100-row one (828 now) gains most in sweeps, 1.5-1.6x
 #: (BENCHMARKS.md, "Compiled in one call, pools kept, rows held back").
 HOLD_MIN_ROWS = 150
 #: Rows above which a model is left whole (our calibration): GPT-3 175B's 6,966-row master and the 500-layer

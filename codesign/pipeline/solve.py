@@ -252,7 +252,12 @@ class Family:
         if search.visits:
             raise ValueError("a family member's search starts with the family's visits only")
         evaluate = self.evaluator(md)
+        # hints take at most half the time the member has left: a replay is milliseconds on the shipped
+        # problems, but a slow one under a tight time limit must not leave the search no time of its own
+        stop = time.perf_counter() + 0.5 * (search.deadline - time.perf_counter())
         for c in self.hints:
+            if time.perf_counter() >= stop:
+                break
             if fits_budgets(md.problem, c):
                 evaluate(c)  # once for the family: the evaluator keeps its replays
         master = self._kept_master(md.problem)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import inspect
-import os
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -554,8 +553,8 @@ def solver(ctx: Ctx, s: Any, override_profile: str | None = None, top: Any = Non
     confine_to = None if flag or prof.parent == SHIPPED_PROFILES else ctx.confine_to
     try:
         st = prof.stat()
-        # abspath, not resolve: no system call per folder (a link read twice is only read twice)
-        key: tuple | None = (os.path.abspath(prof), st.st_mtime_ns, st.st_size, name, confine_to)
+        # absolute, not resolve: no system call per folder (a file reached by two paths is read twice)
+        key: tuple | None = (str(prof.absolute()), st.st_mtime_ns, st.st_size, name, confine_to)
     except OSError:
         key = None  # load_yaml says why
     base = _profiles.get(key) if key is not None else None
