@@ -195,7 +195,7 @@ def test_an_answer_settles_the_smaller_budgets_it_fits_and_no_others():
         b = build(q, family=fam)
         assert b.search.known == len(b.search.visits) == fitting
         assert all(fits_budgets(q, v.choice) for v in b.search.visits)
-        assert len(b.master.model.visited) == fitting
+        assert len(b.master.evaluations) == fitting
         fam.keep(b.master)
 
 

@@ -291,7 +291,7 @@ class CompiledModel:
     row for a linear expression over the model's variables; ``solve`` runs HiGHS and loads the incumbent
     into the Pyomo variables, so ``pyo.value`` reads it as after a Pyomo solve."""
 
-    def __init__(self, m: pyo.ConcreteModel):
+    def __init__(self, m: pyo.ConcreteModel, structural: Any = ()):
         import highspy
         from pyomo.repn.linear import LinearRepnVisitor
         from pyomo.repn.util import VarRecorder
@@ -316,6 +316,8 @@ class CompiledModel:
             raise ValueError(f"the model has {len(objs)} active objectives; HiGHS takes one")
         for v in m.component_data_objects(pyo.Var, active=True):
             self._column(v)
+        # rows of these columns (and integer ones) alone are never held back (``_Held``)
+        self._structural = {self.col[id(v)] for v in structural if id(v) in self.col}
         self.set_objective(objs[0].expr, objs[0].sense == pyo.minimize)
         self.model_rows = 0  # the model's rows: the build's and those added since (cuts)
         self.row_of: dict[int, tuple[int, float]] = {}  # id(constraint) -> (its row, the constant moved to the rhs)
@@ -329,6 +331,11 @@ class CompiledModel:
         self.built = (calls, len(self.vars), self.model_rows, held.copy(), self.sense, self.offset)
 
     @property
+    def tolerance(self) -> float:
+        """HiGHS's primal feasibility tolerance: how far its answers may break a row."""
+        return float(self.h.getOptionValue("primal_feasibility_tolerance")[1])
+
+    @property
     def rows(self) -> int:
         """The rows HiGHS holds: the model's less those held back and not yet needed (``_Held``)."""
         return len(self._hrows)
@@ -338,7 +345,8 @@ class CompiledModel:
         the calls made and the rows held."""
         pend, self._pending = self._pending, None
         n = len(pend.lo)
-        held = _Held.of(pend, n, set(pend.integers), HOLD_MIN_ROWS <= len(pend.row_lo) <= HOLD_MAX_ROWS)
+        held = _Held.of(pend, n, set(pend.integers) | self._structural,
+                        HOLD_MIN_ROWS <= len(pend.row_lo) <= HOLD_MAX_ROWS)
         given = np.flatnonzero(~held.member)
         self._hrows = [int(r) for r in given]
         calls: list[tuple[str, tuple]] = [("addVars", (n, np.array(pend.lo), np.array(pend.hi)))]
@@ -359,12 +367,13 @@ class CompiledModel:
         return calls, held
 
     def restart(self, bounds: dict[int, tuple[float | None, float | None]] | None = None,
-                zero: list[int] | None = None) -> None:
+                columns: dict[int, tuple[float, float]] | None = None) -> None:
         """Return to the model as built: a new HiGHS given the same calls in the same order as the build,
         so it holds the same model in the same state as a fresh compile would, without the rows added since
         (cuts) and without walking Pyomo again. ``bounds``: {id(constraint): (lo, hi)}, constraints of the
         build given new bounds (in the constraint's own terms, as ``add`` takes them), e.g. a budget.
-        ``zero``: columns then held at 0 by their bounds (their variables stay free in Pyomo)."""
+        ``columns``: {column: (lo, hi)}, columns then given these bounds in HiGHS (e.g. options a budget rules
+        out, held at 0; their variables keep their bounds in Pyomo unless the caller sets them)."""
         calls, ncols, nrows, held, self.sense, self.offset = self.built
         hrows = [int(r) for r in np.flatnonzero(~held.member)]  # the build's rows that HiGHS got
         if len(self.vars) != ncols:
@@ -395,9 +404,37 @@ class CompiledModel:
         self._hrows = list(hrows)
         if len(given):
             self._give(given)
-        if zero:
-            n = len(zero)
-            self.h.changeColsBounds(n, np.array(zero, dtype=np.int32), np.zeros(n), np.zeros(n))
+        if columns:
+            n = len(columns)
+            lo, hi = zip(*columns.values())
+            self.h.changeColsBounds(n, np.array(list(columns), dtype=np.int32), np.array(lo, dtype=float),
+                                    np.array(hi, dtype=float))
+
+    def relaxation(self, rows: Any = (), free: Any = ()) -> Any:
+        """A new HiGHS holding the LP relaxation of the model as built (the build's calls, every row held back,
+        integrality dropped) and ``rows``, (lo, expr, hi) triples over its variables: the model without the cuts
+        added since, unless given again, and without the bounds ``restart`` set. ``free``: constraints of the
+        build (their ids, as ``row_of`` keys) left without bounds, e.g. budgets."""
+        calls, *_ = self.built
+        held = self.built[3]
+        h = new_highs()
+        for name, args in calls:
+            if name != "changeColsIntegrality":
+                getattr(h, name)(*args)
+        given = np.flatnonzero(~held.member)
+        at = {int(r): i for i, r in enumerate(given)}
+        at.update({int(r): len(given) + i for i, r in enumerate(held.rows)})
+        if len(held.rows):
+            h.addRows(len(held.rows), held.lo, held.hi, len(held.index), held.starts[:-1].astype(np.int32),
+                      held.index.astype(np.int32), held.value)
+        for lo, expr, hi in rows:
+            const, cols = self._linear(expr)
+            idx = np.array(list(cols), dtype=np.int32)
+            h.addRow(-self.inf if lo is None else lo - const, self.inf if hi is None else hi - const, len(idx), idx,
+                     np.array(list(cols.values()), dtype=float))
+        for key in free:
+            h.changeRowBounds(at[self.row_of[key][0]], -self.inf, self.inf)
+        return h
 
     def _give(self, held: np.ndarray) -> None:
         """Give HiGHS the held rows at positions ``held`` (``_Held``), after the rows it has."""

@@ -38,14 +38,21 @@ The relaxation (every time is what a chunk or an iteration needs at least; ``doc
                     (``interval_cuts``). Only for iterations whose collectives all complete in the next
                     iteration (``lateness.separable``), where releases and due dates are constants.
 
+Where the catalog is small (``DESIGN_COLUMNS_MAX``), the master also has a column per design and, before each
+solve, the row T >= sum over designs of floor x column, each design's floor being what the rows above and the
+evaluations say there (``_design_columns``): the same integer points, and an LP bound that is already the
+best design's, so HiGHS proves its answers at the root instead of separating cuts for tens of milliseconds.
+
 Component names are the public API for ``extra(model, problem)`` hooks (README, "Adding your own
-constraints"): ``y[r, o]`` (sets ``RES``, ``OPT``), ``T`` (us), ``phase_time[k, i]`` (us), ``area`` (mm^2),
-``power`` (W), ``obj``. Schedule variables of the relaxation (``compute_start``, ``comm_end``) exist but
+constraints"): ``y[r, o]`` (sets ``RES``, ``OPT``), ``design[d]`` (set ``DESIGN``, small catalogs only),
+``T`` (us), ``phase_time[k, i]`` (us), ``area`` (mm^2), ``power`` (W), ``obj``. Schedule variables of the relaxation (``compute_start``, ``comm_end``) exist but
 constrain only the relaxation: the schedule codesign reports is the simulator's.
 """
 from __future__ import annotations
 
+import itertools
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,6 +118,10 @@ def nominal_compute_us(md: ModelData) -> list[float]:
             for c in md.iteration.computes]
 
 
+#: The most designs the master gives a column each (``Master._design_columns``; our calibration).
+DESIGN_COLUMNS_MAX = 256
+
+
 #: The least-area tie-break's objective scale (``Master.smallest_at``): its rank terms 1e-6 apart become 1e-3.
 TIE_SCALE = 1e3
 
@@ -142,6 +153,7 @@ class Master:
                         time_target_s if time_target_s is not None else p.objective.iteration_time_target_s)
         m.interval = pyo.ConstraintList()
         m.visited = pyo.ConstraintList()
+        self.evaluations: list[Evaluation] = []  # the evaluations whose cuts the master holds (add_evaluation)
         self.compiled: CompiledModel | None = None
         self._tie = None  # smallest_at's objective, built on its first call
         #: the interval cuts added, by (tag, members): their (tag, release, due, members), which hold for every
@@ -185,7 +197,137 @@ class Master:
         if eng.power_budget_w is not None:
             m.power_budget = pyo.Constraint(expr=m.power <= eng.power_budget_w)
         self._network(m)
+        self._design_columns(m)
         m.T = pyo.Var(domain=pyo.NonNegativeReals)
+
+    def _design_columns(self, m: pyo.ConcreteModel) -> None:
+        """A column ``design[d]`` in [0, 1] per design d of the options left open (``designs``), with
+        ``y[r, o] = sum of design[d] over the designs that choose o`` (``design_choice``), held at 0 where d is
+        over a budget (``fits_budgets``). With y integral, ``design`` is the unit vector of y's design. Before
+        each solve the master gets the row T >= sum over d of floor[d] design[d] (``_refloor``), where floor[d]
+        is the least period the master allows at d: its LP relaxation with y fixed at d, Jackson's bound there,
+        and the evaluations covering d. At integral points this says nothing the master did not; with y
+        fractional it lets the LP mix only designs within the budgets, each at its floor, so the LP bound is
+        the least floor and HiGHS has no root gap left to close with cuts (docs/formulation.md, 3.7). None
+        (``designs`` None) when there are more designs than ``DESIGN_COLUMNS_MAX``."""
+        self.designs: np.ndarray | None = None
+        if not self.sized:
+            return
+        free = [[o for o in range(len(self.space[r])) if not m.y[r, o].fixed] for r in self.sized]
+        if math.prod(len(f) for f in free) > DESIGN_COLUMNS_MAX:
+            return
+        D = np.array(list(itertools.product(*free)), dtype=np.int64).reshape(-1, len(self.sized))
+        self.designs = D  # per design, the option of each sized resource (``sized``'s order)
+        self._design_index = {tuple(int(x) for x in row): d for d, row in enumerate(D)}
+        #: per design: the least T of the master's LP relaxation there (us; nan: not yet computed, inf: none)
+        self.relaxed = np.full(len(D), np.nan)
+        #: per design: the largest Jackson's bound found there by ``interval_cuts`` (us; 0: none)
+        self.jackson = np.zeros(len(D))
+        #: per design: the largest simulated period of an evaluation covering it (us; 0: none)
+        self.seen = np.zeros(len(D))
+        self._floored: np.ndarray | None = None  # the floors of the last floor row given to HiGHS
+        m.DESIGN = pyo.RangeSet(0, len(D) - 1)
+        m.design = pyo.Var(m.DESIGN, bounds=(0.0, 1.0))
+        self._design_bounds()
+        by: dict[tuple[str, int], list[int]] = {}
+        for d in range(len(D)):
+            for j, r in enumerate(self.sized):
+                by.setdefault((r, int(D[d, j])), []).append(d)
+        m.design_choice = pyo.Constraint(sorted(by), rule=lambda m, r, o: m.y[r, o] == sum(m.design[d]
+                                                                                          for d in by[r, o]))
+
+    def _design_choice(self, d: int) -> dict[str, int]:
+        """Design d as a choice (an option index per resource of the space)."""
+        row = dict(zip(self.sized, (int(x) for x in self.designs[d])))
+        return {r: row.get(r, 0) for r in self.space}
+
+    def _design_bounds(self) -> list[tuple[int, float]]:
+        """Set each ``design[d]``'s upper bound: 1 if design d fits the budgets and its relaxation is
+        feasible, else 0 (``fits``); return the (d, bound) pairs."""
+        m, out = self.model, []
+        self.fits = np.zeros(len(self.designs), dtype=bool)
+        for d in range(len(self.designs)):
+            ok = fits_budgets(self.md.problem, self._design_choice(d)) and self.relaxed[d] != np.inf
+            self.fits[d] = ok
+            m.design[d].setub(1.0 if ok else 0.0)
+            out.append((d, 1.0 if ok else 0.0))
+        return out
+
+    def _relaxed_floors(self, todo: np.ndarray, deadline: float) -> None:
+        """``relaxed`` at the designs ``todo``, until ``deadline`` (``time.perf_counter``; those left stay nan):
+        the least T of the master's LP relaxation with y fixed at each, on the build's rows (the rows held back
+        from HiGHS too; the budget rows left out, since ``fits`` decides which designs exist) and the interval
+        cuts so far. These rows hold under every budget a restart may set, so the floors do too; later cuts
+        only raise them. An LP proven infeasible (a hook's rows, or T's target) rules the design out."""
+        import highspy
+        c, m = self.compiled, self.model
+        free = [id(getattr(m, n)) for n in ("area_budget", "power_budget", "network_budget") if hasattr(m, n)]
+        rows = [(None if con.lower is None else pyo.value(con.lower), con.body,
+                 None if con.upper is None else pyo.value(con.upper)) for con in m.interval.values()]
+        h = c.relaxation(rows, free)
+        n = h.getNumCol()
+        cost = np.zeros(n)
+        cost[c.col[id(m.T)]] = 1.0
+        h.changeColsCost(n, np.arange(n, dtype=np.int32), cost)
+        zc = np.array([c.col[id(m.design[d])] for d in range(len(self.designs))], dtype=np.int32)
+        h.changeColsBounds(len(zc), zc, np.zeros(len(zc)), np.ones(len(zc)))
+        ycols = [np.array([c.col[id(m.y[r, o])] for o in range(len(self.space[r]))], dtype=np.int32)
+                 for r in self.sized]
+        yc = np.concatenate(ycols)
+        S = highspy.HighsModelStatus
+        for d in todo:  # in the order of ``designs``: the next design differs in one resource, mostly
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                break
+            h.setOptionValue("time_limit", left)
+            fix = np.concatenate([(np.arange(len(cols)) == self.designs[d, j]).astype(float)
+                                  for j, cols in enumerate(ycols)])
+            h.changeColsBounds(len(yc), yc, fix, fix)
+            h.run()
+            ms = h.getModelStatus()
+            if ms == S.kOptimal:
+                self.relaxed[d] = h.getInfo().objective_function_value
+            elif ms == S.kInfeasible:
+                self.relaxed[d] = np.inf
+        h.resetGlobalScheduler(True)
+
+    def _refloor(self, deadline: float) -> None:
+        """Before a solve: ``relaxed`` at the designs within the budgets not yet computed (until ``deadline``),
+        and a new floor row if any design's floor rose since the last one (which stands, weaker)."""
+        if self.designs is None or self.compiled is None:
+            return
+        todo = np.flatnonzero(self.fits & np.isnan(self.relaxed))
+        if len(todo):
+            self._relaxed_floors(todo, deadline)
+            dead = todo[self.relaxed[todo] == np.inf]
+            if len(dead):
+                m, c = self.model, self.compiled
+                cols = np.array([c.col[id(m.design[int(d)])] for d in dead], dtype=np.int32)
+                for d in dead:
+                    m.design[int(d)].setub(0.0)
+                self.fits[dead] = False
+                c.h.changeColsBounds(len(cols), cols, np.zeros(len(cols)), np.zeros(len(cols)))
+        floor = np.maximum(np.nan_to_num(self.relaxed, nan=0.0), np.maximum(self.jackson, self.seen))
+        floor = np.where(self.fits, floor, 0.0)
+        if self._floored is not None and np.all(floor <= self._floored):
+            return
+        self._floored = floor
+        m = self.model
+        self._cut(m.visited, m.T >= sum(float(floor[d]) * m.design[int(d)] for d in np.flatnonzero(floor > 0)))
+
+    def _region(self, choice: dict[str, int], plateau: frozenset[str]) -> np.ndarray:
+        """The designs (indices into ``designs``) equal to ``choice`` but for larger options in ``plateau``."""
+        D = self.designs
+        mask = np.ones(len(D), dtype=bool)
+        for j, r in enumerate(self.sized):
+            opts = self.space[r]
+            o = choice[r]
+            if r in plateau:
+                vals = np.array([opt.value for opt in opts])
+                mask &= vals[D[:, j]] >= opts[o].value
+            else:
+                mask &= D[:, j] == o
+        return np.flatnonzero(mask)
 
     def _network(self, m: pyo.ConcreteModel) -> None:
         """The network's cost (the problem's unit), linear in the bandwidth binaries, under its budget:
@@ -338,12 +480,16 @@ class Master:
         """The master in HiGHS, compiled from the Pyomo model as it stands on the first call (after any hook
         changed it); the rows added after it are cuts, which ``restart`` drops."""
         if self.compiled is None:
-            self.compiled = CompiledModel(self.model)
+            z = getattr(self.model, "design", None) if self.designs is not None else None
+            self.compiled = CompiledModel(self.model, structural=list(z.values()) if z is not None else ())
         return self.compiled
 
     def solve(self, spec: SolverSpec, time_limit_s: float) -> SolveStats:
         """Solve the master with HiGHS (compiled on the first call, after any hook changed the model)."""
-        return self.compile().solve(spec, time_limit_s)
+        self.compile()
+        t0 = time.perf_counter()
+        self._refloor(t0 + 0.5 * time_limit_s)  # the floors take at most half the time
+        return self.compiled.solve(spec, time_limit_s - (time.perf_counter() - t0))
 
     # ------------------------------------------------------------------ re-use across budgets
     def restart(self, md: ModelData) -> None:
@@ -374,7 +520,14 @@ class Master:
             m.del_component(name)
             setattr(m, name, pyo.ConstraintList())
         self.intervals = {}
-        self.compiled.restart(bounds, [self.compiled.col[id(m.y[r, o])] for r, o in sorted(out - self.ruled_out)])
+        self.evaluations = []
+        c = self.compiled
+        cols = {c.col[id(m.y[r, o])]: (0.0, 0.0) for r, o in sorted(out - self.ruled_out)}
+        if self.designs is not None:
+            self.seen[:] = 0.0
+            self._floored = None
+            cols.update({c.col[id(m.design[d])]: (0.0, ub) for d, ub in self._design_bounds()})
+        c.restart(bounds, cols)
 
     def smallest_at(self, spec: SolverSpec, T_us: float, time_limit_s: float) -> bool:
         """Among the designs the master admits at period ``T_us``, load the one of least area plus network
@@ -392,11 +545,21 @@ class Master:
         if self._tie is None:
             self._tie = TIE_SCALE * (m.area + m.network_cost + 1e-6 * self._smallness())
         c.set_objective(self._tie)
+        above = np.zeros(0, dtype=np.int32)
+        if self.designs is not None and self._floored is not None:
+            # designs whose floor is above T cannot be on it: held at 0, so that the LP cannot mix them in
+            # (beyond HiGHS's feasibility tolerance, which the row T <= T_us is allowed, and then some)
+            out = np.flatnonzero(self.fits & (self._floored > T_us + 1e-9 + 10 * c.tolerance))
+            above = np.array([c.col[id(m.design[int(d)])] for d in out], dtype=np.int32)
+            if len(above):
+                c.h.changeColsBounds(len(above), above, np.zeros(len(above)), np.zeros(len(above)))
         try:
             return c.solve(spec, time_limit_s, gap=0.0).has_solution
         finally:
             c.pop_row()
             c.set_objective(m.obj.expr, m.obj.sense == pyo.minimize)
+            if len(above):
+                c.h.changeColsBounds(len(above), above, np.zeros(len(above)), np.ones(len(above)))
 
     def _smallness(self):
         """Sum over resources of the chosen option's rank by value: ties on area go to smaller options."""
@@ -434,7 +597,13 @@ class Master:
     def add_evaluation(self, ev: Evaluation) -> None:
         """T >= f(d) wherever the design is d's (or d's plateau), and nothing new elsewhere."""
         slack = max(0.0, ev.period_us - self.P)
-        self._cut(self.model.visited, self.model.T >= ev.period_us - slack * sum(self._away(ev.choice, ev.plateau)))
+        m = self.model
+        self.evaluations.append(ev)
+        if self.designs is not None:
+            region = self._region(ev.choice, ev.plateau)
+            self.seen[region] = np.maximum(self.seen[region], ev.period_us)  # in the floor row, before the next solve
+            return
+        self._cut(m.visited, m.T >= ev.period_us - slack * sum(self._away(ev.choice, ev.plateau)))
 
     def admits(self, choice: dict[str, int]) -> bool:
         """Whether the design ``choice`` is within the budgets (``fits_budgets``). The master's own rows do
@@ -446,7 +615,13 @@ class Master:
     def exclude(self, choice: dict[str, int], plateau: frozenset[str] = frozenset()) -> None:
         """Forbid the design ``choice`` and, with ``plateau``, the designs larger than it in those resources
         only (a no-good cut: at least one resource leaves the region)."""
-        if self.sized:
+        if self.sized and self.designs is not None:
+            region = self._region(choice, plateau)
+            if len(region):
+                self._cut(self.model.visited, sum(self.model.design[int(d)] for d in region) <= 0)
+            if self.compiled is not None:
+                self.compiled.forget_start()
+        elif self.sized:
             terms = self._away(choice, plateau)
             if all(isinstance(t, (int, float)) for t in terms):
                 # the region is every design (the smallest options, all on the plateau): none is left, which
@@ -521,6 +696,10 @@ class Master:
                            if rel[sel[n]] >= rel[sel[a]] - 1e-12 and due[sel[n]] <= due[sel[b]] + 1e-12]
                 found.append((bound - T_us, tag, float(rel[sel[a]]), float(due[sel[b]]), tuple(members)))
         found.sort(key=lambda x: -x[0])
+        if found and self.designs is not None:
+            d = self._design_index.get(tuple(choice[r] for r in self.sized))
+            if d is not None:  # the floor at this design: what the worst cut says there
+                self.jackson[d] = max(self.jackson[d], found[0][0] + T_us)
         added = 0
         for _, tag, ra, db, members in found[:max_cuts]:
             added += self.add_intervals([(tag, ra, db, members)])
