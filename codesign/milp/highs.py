@@ -309,6 +309,8 @@ class CompiledModel:
         self._pending: _Pending | None = _Pending()
         # the last incumbent, handed to the next run as its start (``solve``)
         self._start: Any = None
+        #: a start for the next run only (columns, values), in place of the last incumbent
+        self.hint: tuple[Any, Any] | None = None
         self._counted: tuple[int, bool, int, int] | None = None  # _counts, by the number of columns
         self._objectives: dict[int, tuple[Any, float, dict[int, float]]] = {}  # set_objective's walks, by id
         objs = list(m.component_data_objects(pyo.Objective, active=True))
@@ -400,6 +402,8 @@ class CompiledModel:
                     lo[i], hi[i] = new_lo, new_hi
                 args = (n, lo, hi, *rest)
             getattr(self.h, name)(*args)
+            if name == "changeColsCost":
+                self.cost = args[2]
         self.model_rows = nrows
         self._hrows = list(hrows)
         if len(given):
@@ -470,6 +474,7 @@ class CompiledModel:
         cost = np.zeros(len(self.vars))
         for j, c in cols.items():
             cost[j] = self.sense * c
+        self.cost = cost  # per column, as HiGHS minimizes it (the sense applied)
         if self._pending is not None:
             self._pending.cost = cost
             return
@@ -573,8 +578,12 @@ class CompiledModel:
         section 3.6). The start changes no bound: what is proven is proven by HiGHS."""
         import highspy
         h = self.h
+        hint, self.hint = self.hint, None
         started = self._start is not None and len(self._start.col_value) == h.getNumCol()
-        if started:
+        if hint is not None:
+            h.setSolution(len(hint[0]), np.asarray(hint[0], dtype=np.int32), np.asarray(hint[1], dtype=float))
+            started = True
+        elif started:
             h.setSolution(self._start)
         # HiGHS keeps one thread pool per process, sized by its first solve; a solve asking for another
         # size fails unless the pool is reset first (and after, for the next solver in this process)

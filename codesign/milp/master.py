@@ -45,8 +45,9 @@ best design's, so HiGHS proves its answers at the root instead of separating cut
 
 Component names are the public API for ``extra(model, problem)`` hooks (README, "Adding your own
 constraints"): ``y[r, o]`` (sets ``RES``, ``OPT``), ``design[d]`` (set ``DESIGN``, small catalogs only),
-``T`` (us), ``phase_time[k, i]`` (us), ``area`` (mm^2), ``power`` (W), ``obj``. Schedule variables of the relaxation (``compute_start``, ``comm_end``) exist but
-constrain only the relaxation: the schedule codesign reports is the simulator's.
+``T`` (us), ``phase_time[k, i]`` (us), ``area`` (mm^2), ``power`` (W), ``obj``. Schedule variables of the
+relaxation (``compute_start``, ``comm_end``) exist but constrain only the relaxation: the schedule codesign
+reports is the simulator's.
 """
 from __future__ import annotations
 
@@ -226,6 +227,9 @@ class Master:
         #: per design: the largest simulated period of an evaluation covering it (us; 0: none)
         self.seen = np.zeros(len(D))
         self._floored: np.ndarray | None = None  # the floors of the last floor row given to HiGHS
+        #: per design: the solution of its floor LP (nan: none), a start for HiGHS (``_start_at_best``)
+        self._completion: np.ndarray | None = None
+        self.excluded = np.zeros(len(D), dtype=bool)  # designs cut off by ``exclude``
         m.DESIGN = pyo.RangeSet(0, len(D) - 1)
         m.design = pyo.Var(m.DESIGN, bounds=(0.0, 1.0))
         self._design_bounds()
@@ -287,6 +291,9 @@ class Master:
             ms = h.getModelStatus()
             if ms == S.kOptimal:
                 self.relaxed[d] = h.getInfo().objective_function_value
+                if self._completion is None:
+                    self._completion = np.full((len(self.designs), n), np.nan)
+                self._completion[d] = h.getSolution().col_value
             elif ms == S.kInfeasible:
                 self.relaxed[d] = np.inf
         h.resetGlobalScheduler(True)
@@ -489,7 +496,28 @@ class Master:
         self.compile()
         t0 = time.perf_counter()
         self._refloor(t0 + 0.5 * time_limit_s)  # the floors take at most half the time
+        self._start_at_best(self.compiled.cost, self.time_target_us)
         return self.compiled.solve(spec, time_limit_s - (time.perf_counter() - t0))
+
+    def _start_at_best(self, cost: np.ndarray, cap_us: float | None) -> None:
+        """Start HiGHS's next run at the design whose completion (its floor LP's solution, T raised to its
+        floor) is cheapest under ``cost`` (per column, as HiGHS minimizes), among the designs within the
+        budgets not cut off whose floor is at most ``cap_us``: where floors are exact, the master's own
+        answer at the LP bound, so HiGHS stops at the root without separating cuts or computing its analytic
+        centre (ResNet-50: a run of 29 ms without a start, 5 ms with). A start proves nothing: HiGHS checks
+        it, and repairs or drops one the rows added since break."""
+        if self.designs is None or self._floored is None or self._completion is None:
+            return
+        ok = self.fits & ~self.excluded & ~np.isnan(self._completion[:, 0])
+        if cap_us is not None:
+            ok &= self._floored <= cap_us
+        idx = np.flatnonzero(ok)
+        if not len(idx):
+            return
+        X = self._completion[idx].copy()
+        X[:, self.compiled.col[id(self.model.T)]] = self._floored[idx]
+        best = int(np.argmin(X @ cost))  # the first of equals: the order of ``designs``
+        self.compiled.hint = (np.arange(X.shape[1], dtype=np.int32), X[best])
 
     # ------------------------------------------------------------------ re-use across budgets
     def restart(self, md: ModelData) -> None:
@@ -525,6 +553,7 @@ class Master:
         cols = {c.col[id(m.y[r, o])]: (0.0, 0.0) for r, o in sorted(out - self.ruled_out)}
         if self.designs is not None:
             self.seen[:] = 0.0
+            self.excluded[:] = False
             self._floored = None
             cols.update({c.col[id(m.design[d])]: (0.0, ub) for d, ub in self._design_bounds()})
         c.restart(bounds, cols)
@@ -553,6 +582,7 @@ class Master:
             above = np.array([c.col[id(m.design[int(d)])] for d in out], dtype=np.int32)
             if len(above):
                 c.h.changeColsBounds(len(above), above, np.zeros(len(above)), np.zeros(len(above)))
+            self._start_at_best(c.cost, T_us + 1e-9)
         try:
             return c.solve(spec, time_limit_s, gap=0.0).has_solution
         finally:
@@ -617,6 +647,7 @@ class Master:
         only (a no-good cut: at least one resource leaves the region)."""
         if self.sized and self.designs is not None:
             region = self._region(choice, plateau)
+            self.excluded[region] = True
             if len(region):
                 self._cut(self.model.visited, sum(self.model.design[int(d)] for d in region) <= 0)
             if self.compiled is not None:
