@@ -224,6 +224,7 @@ class Master:
         self.relaxed = np.full(len(D), np.nan)
         #: per design: the largest Jackson's bound found there by ``interval_cuts`` (us; 0: none)
         self.jackson = np.zeros(len(D))
+        self.jackson_known = np.zeros(len(D), dtype=bool)  # designs whose every Jackson bound is in ``jackson``
         #: per design: the largest simulated period of an evaluation covering it (us; 0: none)
         self.seen = np.zeros(len(D))
         self._floored: np.ndarray | None = None  # the floors of the last floor row given to HiGHS
@@ -305,6 +306,8 @@ class Master:
             return
         todo = np.flatnonzero(self.fits & np.isnan(self.relaxed))
         if len(todo):
+            self.jackson[todo] = np.maximum(self.jackson[todo], self._jackson_at(todo))
+            self.jackson_known[todo] = True
             self._relaxed_floors(todo, deadline)
             dead = todo[self.relaxed[todo] == np.inf]
             if len(dead):
@@ -691,11 +694,68 @@ class Master:
         out["sram"] = (ks, inst.release[ks], inst.due[ks])
         return out
 
+    def _phase_values_at(self, idx: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
+        """``md.phase_values`` at each design of ``idx`` (indices into ``designs``) at once: per (k, i), an
+        array over the designs, each entry the same float ``phase_values`` gives at that design."""
+        D = self.designs[idx]
+        col = {r: j for j, r in enumerate(self.sized)}
+
+        def at(t: Term) -> np.ndarray:
+            if t.resource is None or t.resource not in col:
+                return np.full(len(idx), t.coeffs[0])
+            return np.asarray(t.coeffs)[D[:, col[t.resource]]]
+        out = {}
+        for k, dem in enumerate(self.md.demands):
+            for i in range(len(dem.phase_link_s)):
+                v = at(self.md.link_term(k, i))
+                for t in self.md.phase_terms(k, i):
+                    v = np.maximum(v, at(t))
+                out[k, i] = v
+        return out
+
+    def _jackson_at(self, idx: np.ndarray) -> np.ndarray:
+        """Jackson's bound (us) at each design of ``idx``: the largest P + L_max that ``interval_cuts`` finds
+        at the design, over the dimensions and the SRAM (0 where it finds none), computed for all at once."""
+        out = np.zeros(len(idx))
+        if self._release_due is None or not len(idx):
+            return out
+        values = self._phase_values_at(idx)
+        zero = np.zeros(len(idx))
+        for key, (ks, rel, due) in self._release_due.items():
+            if key == "sram":
+                if self.sram is None:
+                    continue
+                j = self.sized.index(self.sram) if self.sram in self.sized else None
+                opts = self.engine.options(self.sram)
+                w = np.array([self.chunks * sum((values[k, i] for i in range(self.nph[k])), zero) for k in ks])
+                groups = {}
+                for n, d in enumerate(idx):
+                    groups.setdefault(int(self.designs[d, j]) if j is not None else 0, []).append(n)
+                for o, members in groups.items():
+                    S = opts[o].value
+                    sel = [n for n, k in enumerate(ks)
+                           if sram_need(self.md.demands[k].chunk_bytes, S) > S / 2 * (1 + 1e-12)]
+                    if len(sel) >= 2:
+                        cols = np.array(members)
+                        out[cols] = np.maximum(out[cols], self.P + _best_intervals(rel[sel], due[sel], w[sel][:, cols]))
+            else:
+                d = key[1]
+                if len(ks) < 2:
+                    continue
+                w = np.array([self.chunks * sum((values[k, i] for i in range(self.nph[k])
+                                                 if self.md.demands[k].phase_dims[i] == d), zero) for k in ks])
+                out = np.maximum(out, self.P + _best_intervals(rel, due, w))
+        return out
+
     def interval_cuts(self, choice: dict[str, int], T_us: float, max_cuts: int = 8) -> int:
         """Add the interval cuts that the design ``choice`` violates at period ``T_us`` (at most
         ``max_cuts``, the most violated first); return how many were added. No-op unless separable."""
         if self._release_due is None:
             return 0
+        if self.designs is not None:
+            d = self._design_index.get(tuple(choice[r] for r in self.sized))
+            if d is not None and self.jackson_known[d] and self._floored is not None and self._floored[d] > 0:
+                return 0  # the floor row holds T at this design above Jackson's bound here already
         found = []
         values = self.md.phase_values(choice)  # (k, i) -> us alone at this design
         for key, (ks, rel, due) in self._release_due.items():
@@ -774,4 +834,18 @@ def _best_interval(rel: np.ndarray, due: np.ndarray, w: np.ndarray) -> tuple[int
         j = int(np.argmax(vals))
         if best is None or vals[j] > best[2]:
             best = (a, int(order_due[j]), float(vals[j]))
+    return best
+
+
+def _best_intervals(rel: np.ndarray, due: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``_best_interval``'s value for each column of ``w`` (jobs x designs), with the same floating-point
+    operations in the same order per column."""
+    best = np.full(w.shape[1], -np.inf)
+    order_due = np.argsort(due, kind="stable")
+    wo = w[order_due]
+    for a in range(len(rel)):
+        mask = rel[order_due] >= rel[a] - 1e-12
+        cum = np.cumsum(np.where(mask[:, None], wo, 0.0), axis=0)
+        vals = np.where(mask[:, None], rel[a] + cum - due[order_due][:, None], -np.inf)
+        best = np.maximum(best, vals.max(axis=0))
     return best
