@@ -123,6 +123,13 @@ _LEAVES = frozenset((str, int, float, bool, type(None)))
 _FIELDS: dict[type, tuple[str, ...] | None] = {}  # per type: its dataclass fields' names, None if not one
 
 
+def _fields(t: type) -> tuple[str, ...] | None:
+    """A dataclass type's field names (None for any other type), looked up once per type."""
+    if t not in _FIELDS:
+        _FIELDS[t] = tuple(f.name for f in dataclasses.fields(t)) if dataclasses.is_dataclass(t) else None
+    return _FIELDS[t]
+
+
 def _plain(obj: Any) -> Any:
     """``obj`` as JSON sees ``dataclasses.asdict(obj)``: dataclasses as dicts of their fields, sequences as
     lists, the rest as it is (``asdict`` deep-copies it first, which costs a millisecond a problem and
@@ -131,9 +138,7 @@ def _plain(obj: Any) -> Any:
     t = type(obj)
     if t in _LEAVES:
         return obj
-    if t not in _FIELDS:
-        _FIELDS[t] = tuple(f.name for f in dataclasses.fields(t)) if dataclasses.is_dataclass(t) else None
-    names = _FIELDS[t]
+    names = _fields(t)
     if names is not None:
         return {n: _plain(getattr(obj, n)) for n in names}
     if isinstance(obj, (list, tuple)):
@@ -144,13 +149,19 @@ def _plain(obj: Any) -> Any:
 
 
 def point_key(problem: Problem, time_limit: float | None = None, extra: Extra | None = None,
-              checks: Sequence[Check] = ()) -> str:
-    """The resume key: a digest of the problem's content (labels and file paths left out) and the options."""
-    d = _plain(problem)
+              checks: Sequence[Check] = (), memo: dict | None = None) -> str:
+    """The resume key: a digest of the problem's content (labels and file paths left out) and the options.
+    ``memo``: a dict shared by the points of one plan, which keeps the plain form of a workload they share."""
+    wl = problem.workload
+    hit = memo.get(("plain", id(wl))) if memo is not None else None
+    if hit is None or hit[0] is not wl:
+        hit = (wl, _plain(wl))  # (the workload kept alive with it, so that its id is not reused)
+        if memo is not None:
+            memo["plain", id(wl)] = hit
+    d = {n: hit[1] if n == "workload" else _plain(getattr(problem, n)) for n in _fields(Problem)}
     for k in ("name", "description", "path"):
         d.pop(k, None)
-    d["workload"].pop("source", None)
-    d["workload"].pop("name", None)
+    d["workload"] = {k: v for k, v in d["workload"].items() if k not in ("source", "name")}
     opts = {"time_limit": time_limit, "extra": _name(extra), "checks": [c.name for c in checks]}
     text = json.dumps([d, opts], sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
@@ -185,7 +196,8 @@ def plan(problem: Problem | str | Path | Mapping, params: Mapping[str, Any] | It
     ps = params_from(params, file=file)
     for p in ps:
         check_path(doc, p.tokens, file=file)
-    base = parse_problem(doc, file, solver_profile=solver_profile, confine=confine)
+    memo: dict = {}  # what the points share: an ASTRA-sim workload file read once, its plain form (point_key)
+    base = parse_problem(doc, file, solver_profile=solver_profile, confine=confine, memo=memo)
     keep_solver = None
     if isinstance(problem, Problem):
         if dataclasses.replace(base, solver=problem.solver) != problem:
@@ -202,14 +214,14 @@ def plan(problem: Problem | str | Path | Mapping, params: Mapping[str, Any] | It
     for i, (values, varied) in enumerate(combos):
         point_doc = apply(doc, {tokens[k]: v for k, v in values.items()})
         try:
-            prob = parse_problem(point_doc, file, solver_profile=solver_profile, confine=confine)
+            prob = parse_problem(point_doc, file, solver_profile=solver_profile, confine=confine, memo=memo)
         except SpecError as e:
             what = ", ".join(f"{k}={v}" for k, v in values.items())
             raise SpecError(f"{e.detail} (at sweep point {what})", file=e.file, path=e.path, line=e.line) from None
         if keep_solver is not None:
             prob = dataclasses.replace(prob, solver=keep_solver)
         cols = {p.path: canonical(values[p.path] if p.path in values else get_value(doc, p.tokens)) for p in ps}
-        points.append(Point(i, values, varied, prob, point_key(prob, time_limit, extra, checks), cols))
+        points.append(Point(i, values, varied, prob, point_key(prob, time_limit, extra, checks, memo), cols))
     keys = design_keys()
     design = [keys[r] for r in keys if any(r in pt.problem.engine.resources for pt in points)]
     network: list[str] = []  # points with open bandwidths: each open dimension's, and the network's cost

@@ -325,6 +325,23 @@ class Master:
         m = self.model
         self._cut(m.visited, m.T >= sum(float(floor[d]) * m.design[int(d)] for d in np.flatnonzero(floor > 0)))
 
+    def prepare(self, deadline: float) -> None:
+        """Compute the floors of the designs within the budgets (``_refloor``) until ``deadline``
+        (``time.perf_counter``), ahead of the first solve (which would compute them). Compiles the master."""
+        self.compile()
+        self._refloor(deadline)
+
+    def floor_at(self, choice: dict[str, int]) -> float | None:
+        """The least period (us) the master allows at the design ``choice`` as far as its floors know (its
+        relaxation, Jackson's bound, the evaluations covering it; docs/formulation.md 3.7), or None where it
+        has none (no design columns, no floor computed yet, or a design outside its columns)."""
+        if self.designs is None or self._floored is None:
+            return None
+        d = self._design_index.get(tuple(choice[r] for r in self.sized))
+        if d is None or np.isnan(self.relaxed[d]):
+            return None
+        return float(max(self.relaxed[d], self.jackson[d], self.seen[d]))
+
     def _region(self, choice: dict[str, int], plateau: frozenset[str]) -> np.ndarray:
         """The designs (indices into ``designs``) equal to ``choice`` but for larger options in ``plateau``."""
         D = self.designs

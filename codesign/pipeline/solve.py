@@ -19,6 +19,7 @@ search ends with it open).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -252,20 +253,31 @@ class Family:
         if search.visits:
             raise ValueError("a family member's search starts with the family's visits only")
         evaluate = self.evaluator(md)
-        # hints take at most half the time the member has left: a replay is milliseconds on the shipped
-        # problems, but a slow one under a tight time limit must not leave the search no time of its own
-        stop = time.perf_counter() + 0.5 * (search.deadline - time.perf_counter())
-        for c in self.hints:
-            if time.perf_counter() >= stop:
-                break
-            if fits_budgets(md.problem, c):
-                evaluate(c)  # once for the family: the evaluator keeps its replays
         master = self._kept_master(md.problem)
         if master is not None:
             master.restart(md)
         else:
             master = search.master()
             master.compile()
+        # hints take at most half the time the member has left: a replay is milliseconds on the shipped
+        # problems, but a slow one under a tight time limit must not leave the search no time of its own
+        stop = time.perf_counter() + 0.5 * (search.deadline - time.perf_counter())
+        master.prepare(stop)  # the floors (docs/formulation.md 3.7), within that time
+        fits = [r[0].period_us for r in self.replays.values() if fits_budgets(md.problem, r[0].choice)]
+        best = min(fits, default=math.inf)
+        for c in self.hints:
+            if time.perf_counter() >= stop:
+                break
+            if not fits_budgets(md.problem, c):
+                continue
+            # a design whose floor is above a period some design within the budgets reaches cannot be the
+            # answer (nor one whose floor misses the target): its replay would prove nothing the master needs
+            floor = master.floor_at(c)
+            cap = best if master.objective == "iteration_time" else master.time_target_us
+            if floor is not None and cap is not None and floor > cap * (1 + 1e-7):
+                continue
+            ev, _, _ = evaluate(c)  # once for the family: the evaluator keeps its replays
+            best = min(best, ev.period_us)
         search.visits.extend(Visit(*r) for r in self.replays.values() if fits_budgets(md.problem, r[0].choice))
         search.known = len(search.visits)
         search.tie_break_last = True  # every design evaluated serves the members after this one

@@ -237,12 +237,18 @@ def workload(ctx: Ctx, w: Any, ndims: int, top: YMap, sizes: tuple[int, ...] | N
         if not wpath.exists():
             raise ctx.error("workload.astra", f"workload file {shown(src)} not found (looked in {ctx.dir})",
                             line_of(m, "astra"))
+        name = text(ctx, m, "name", path) or wpath.stem
+        key = ("astra", str(wpath), clock, name, sizes, ctx.confine_to)
+        if ctx.memo is not None and key in ctx.memo:
+            return ctx.memo[key]  # a sweep's points read one file: read and converted once (a Workload is frozen)
         try:
             aw = parse_astra_workload(wpath, confine_to=ctx.confine_to)
         except UnreadableFile as e:  # refused or unreadable: the key that named it is the place to fix
             raise ctx.error("workload.astra", f"{shown(src)}: {e.detail}", line_of(m, "astra")) from None
-        return astra_to_workload(aw, cycle_s=1.0 / clock, name=text(ctx, m, "name", path) or wpath.stem,
-                                 dim_sizes=sizes)
+        wl = astra_to_workload(aw, cycle_s=1.0 / clock, name=name, dim_sizes=sizes)
+        if ctx.memo is not None:
+            ctx.memo[key] = wl
+        return wl
     if "layers" not in m:
         raise ctx.error(path, "expected either 'astra: <file>' or 'layers: [...]'", getattr(m, "line", None))
     par = choice(ctx, m, "parallelism", path, PARALLELISMS, default="data")
@@ -590,10 +596,12 @@ def load_problem(path: str | Path, *, solver_profile: str | None = None, confine
 
 
 def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = None,
-                  confine: bool = False) -> Problem:
+                  confine: bool = False, memo: dict | None = None) -> Problem:
     """Validate an already-loaded problem document (plain dicts and lists are fine: a sweep edits one).
-    ``path`` names it in messages and anchors its relative paths; ``confine`` is ``load_problem``'s."""
-    ctx = Ctx(str(path), confine=confine)
+    ``path`` names it in messages and anchors its relative paths; ``confine`` is ``load_problem``'s.
+    ``memo``: a dict shared by the documents of one file that differ elsewhere (a sweep's points), so that
+    an ASTRA-sim workload file they all name is read once."""
+    ctx = Ctx(str(path), confine=confine, memo=memo)
     if doc is None:
         raise ctx.error("(top level)", "the file is empty; expected the sections " + ", ".join(TOP_KEYS[2:]))
     m = section(ctx, doc, "", TOP_KEYS, ("workload", "topology", "engine"))

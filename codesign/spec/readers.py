@@ -22,11 +22,13 @@ class Ctx:
     """The file being read, for error messages, and its folder, for relative paths; ``confine_to`` is that
     folder when the files the problem names must lie inside it (``--confine``), else None."""
 
-    def __init__(self, file: str, *, confine: bool = False) -> None:
+    def __init__(self, file: str, *, confine: bool = False, memo: dict | None = None) -> None:
         self.file = file
         self.dir = Path(file).resolve().parent
         self.confine_to: Path | None = self.dir if confine else None
         self.notes: list[str] = []  # warnings held until the file has loaded without error
+        #: sections already read by an earlier document of the same file (a sweep's points), by what they say
+        self.memo = memo
 
     def error(self, path: str, msg: str, line: int | None = None) -> SpecError:
         return SpecError(msg, file=self.file, path=path, line=line)
