@@ -286,14 +286,21 @@ def test_batches_cut_families_only_where_that_shortens_the_sweep():
     out = batches(fives, tens, workers=2)
     assert sizes(out) == [10, 10, 10, 10, 5, 5]  # one family in halves: 25 points and 3 starts each
     assert busiest(out, 2, SETUP) == 25 + 3 * SETUP < busiest(batches(fives, tens, 2, setup=float("inf")), 2, SETUP)
-    assert sizes(batches(fives, tens, workers=1)) == [10] * 5  # one worker: nothing to gain
+    one = batches(fives, tens, workers=1)  # one worker: nothing to gain from cutting (the five joined in four)
+    assert all(len({tens(t) for t in b.tasks}) == len(b.tasks) // 10 for b in one) and sum(sizes(one)) == 50
     assert busiest(batches(fives, tens, workers=2, setup=0.0), 2) == 25  # free starts: an even share
     two = lambda t: int(t.key[1:]) // 25  # noqa: E731  (two families of 25 on four workers: both cut,
     assert sizes(batches(fives, two, workers=4)) == [13, 13, 12, 12]  # though cutting one alone gains nothing)
     assert sizes(batches(fives, lambda t: 0, workers=8)) == [7, 7, 6, 6, 6, 6, 6, 6]
     hundred = [PointTask(f"{f}/{i}", None) for f in range(100) for i in range(100)]  # on 64 workers: all in 3
     assert sizes(batches(hundred, lambda t: t.key.split("/")[0], workers=64)) == [34] * 100 + [33] * 200
-    assert sizes(batches(fives[:40], lambda t: int(t.key[1:]) // 2, workers=2)) == [2] * 20  # even whole
+    # twenty whole families of two on two workers: joined into eight runs of consecutive families
+    pairs = batches(fives[:40], lambda t: int(t.key[1:]) // 2, workers=2)
+    assert sizes(pairs) == [6, 6, 6, 6, 4, 4, 4, 4]
+    assert sorted(t.key for b in pairs for t in b.tasks) == sorted(t.key for t in fives[:40])
+    for b in pairs:  # each a run of whole, consecutive families in the plan's order
+        ks = [int(t.key[1:]) for t in b.tasks]
+        assert ks == list(range(ks[0], ks[0] + len(ks))) and ks[0] % 2 == 0 and len(ks) % 2 == 0
     backwards = batches(fives, tens, workers=2, order=lambda t: -int(t.key[1:]))
     assert [int(t.key[1:]) for t in backwards[0].tasks] == [19, 18, 17, 16, 15, 14, 13, 12, 11, 10]
     assert [[int(t.key[1:]) for t in b.tasks] for b in backwards[-2:]] == [[9, 8, 7, 6, 5], [4, 3, 2, 1, 0]]
@@ -302,22 +309,34 @@ def test_batches_cut_families_only_where_that_shortens_the_sweep():
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(1, 12), min_size=1, max_size=12), st.integers(1, 6), st.sampled_from([0.0, 1.0, 4.0]))
 def test_batches_are_whole_families_or_their_equal_parts(sizes, workers, setup):
-    """Every point in one batch, every batch of one family, a family cut only into equal parts (within one
-    point), batches largest first."""
+    """Every point in one batch, batches largest first; either every batch is of one family, a family cut
+    only into equal parts (within one point), or, where there are more whole families than
+    ``BATCHES_PER_WORKER`` a worker, at most that many batches, each a run of whole consecutive families."""
+    from codesign.explore.points import BATCHES_PER_WORKER
     family = {}
     for f, n in enumerate(sizes):
         family.update({f"f{f}p{i}": f for i in range(n)})
     tasks = [PointTask(k, None) for k in family]
     out = batches(tasks, lambda t: family[t.key], workers, setup=setup)
     assert sorted(t.key for b in out for t in b.tasks) == sorted(family)
-    assert all(len({family[t.key] for t in b.tasks}) == 1 for b in out)
     assert [len(b.tasks) for b in out] == sorted((len(b.tasks) for b in out), reverse=True)
+    if any(len({family[t.key] for t in b.tasks}) > 1 for b in out):  # joined
+        assert len(sizes) > BATCHES_PER_WORKER * workers and len(out) <= BATCHES_PER_WORKER * workers
+        for b in out:
+            fs = [family[t.key] for t in b.tasks]
+            assert fs == sorted(fs) and set(fs) == set(range(fs[0], fs[-1] + 1))
+            assert all(fs.count(f) == sizes[f] for f in set(fs))  # whole families
+        return
     cut = {}
     for b in out:
         cut.setdefault(family[b.tasks[0].key], []).append(len(b.tasks))
     assert all(max(v) - min(v) <= 1 for v in cut.values())
     whole = batches(tasks, lambda t: family[t.key], workers, setup=float("inf"))
-    assert len(whole) == len(sizes)
+    where = {}
+    for n, b in enumerate(whole):
+        for t in b.tasks:
+            where.setdefault(family[t.key], set()).add(n)
+    assert all(len(v) == 1 for v in where.values())  # never cut
 
 
 @settings(max_examples=150, deadline=None)

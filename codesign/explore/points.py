@@ -223,7 +223,37 @@ def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], worke
     while since < 2 and k <= max((len(g) for g in groups.values()), default=1):
         since = 0 if shorter({f: min(k, len(g)) for f, g in groups.items()}) else since + 1
         k += 1
+    if len(best) == len(groups):  # every family whole
+        rank = {f: n for n, f in enumerate(groups)}
+        best = _joined(sorted(best, key=lambda b: rank[family_of(b.tasks[0])]), w, sweep)
     return best
+
+
+#: Batches per worker beyond which whole families are joined into fewer batches (``batches``; our calibration).
+BATCHES_PER_WORKER = 4
+
+
+def _joined(work: list[BatchTask], workers: int, sweep: str) -> list[BatchTask]:
+    """Many whole families (more than ``BATCHES_PER_WORKER`` a worker) joined into that many batches, each
+    a run of consecutive families in the plan's order: a batch costs a round trip to its worker (about 1 ms on
+    the local pool, 4 ms on Dask, with the driver's share of two cores), and a worker given neighbours (the
+    next bandwidths) has hints that fit (``Family.hint``). The runs' points are within a family of each other.
+    ``work``: one batch per family, in the plan's order."""
+    target = BATCHES_PER_WORKER * max(1, workers)
+    if len(work) <= target:
+        return sorted(work, key=lambda b: -len(b.tasks))
+    total = sum(len(b.tasks) for b in work)
+    out: list[BatchTask] = []
+    run: list[BatchTask] = []
+    done = 0  # points in the runs so far: a run ends where the points reach its share of the whole
+    for b in work:
+        run.append(b)
+        done += len(b.tasks)
+        if done * target >= total * (len(out) + 1) or b is work[-1]:
+            tasks = tuple(t for r in run for t in r.tasks)
+            out.append(BatchTask(tasks[0].key, tasks, sweep))
+            run = []
+    return sorted(out, key=lambda b: -len(b.tasks))
 
 
 def busiest(work: list[BatchTask], workers: int, setup: float = 0.0) -> float:

@@ -536,7 +536,7 @@ class Master:
             return
         X = self._completion[idx].copy()
         X[:, self.compiled.col[id(self.model.T)]] = self._floored[idx]
-        best = int(np.argmin(X @ cost))  # the first of equals: the order of ``designs``
+        best = int(np.argmin((X * cost).sum(axis=1)))  # first of equals; numpy sums, the same on any BLAS
         self.compiled.hint = (np.arange(X.shape[1], dtype=np.int32), X[best])
 
     # ------------------------------------------------------------------ re-use across budgets
