@@ -159,15 +159,17 @@ def test_a_design_the_relaxation_rules_out_is_held_at_zero():
 
 
 def test_floors_take_at_most_half_the_time_and_the_solve_stays_sound(monkeypatch):
-    """With no time for floors, none is computed, and the master still proves what the plain master does."""
+    """With no time for floors, none is computed (nor Jackson's bounds), and the master still proves what the
+    plain master does."""
     p = load_problem(RESNET)
     md = model_data(p)
     m = Master(md)
     m.compile()
     m._refloor(deadline=0.0)
     assert np.isnan(m.relaxed[m.fits]).all()
+    assert not m.jackson_known.any()
     s = m.compiled.solve(SPEC, 30.0)
-    plain = _with_intervals(_plain(md, monkeypatch))
+    plain = _plain(md, monkeypatch)  # no floor at all: the master as it is without them
     t = plain.solve(SPEC, 30.0)
     assert s.status == t.status == "optimal"
     assert s.objective == pytest.approx(t.objective, rel=1e-6)
