@@ -237,7 +237,7 @@ def _joined(work: list[BatchTask], workers: int, sweep: str) -> list[BatchTask]:
     """Many whole families (more than ``BATCHES_PER_WORKER`` a worker) joined into that many batches, each
     a run of consecutive families in the plan's order: a batch costs a round trip to its worker (about 1 ms on
     the local pool, 4 ms on Dask, with the driver's share of two cores), and a worker given neighbours (the
-    next bandwidths) has hints that fit (``Family.hint``). The runs' points are within a family of each other.
+    next bandwidths) has hints that fit (``Family.hint``). Runs end where their points reach an equal share.
     ``work``: one batch per family, in the plan's order."""
     target = BATCHES_PER_WORKER * max(1, workers)
     if len(work) <= target:

@@ -323,13 +323,17 @@ class Master:
                     m.design[int(d)].setub(0.0)
                 self.fits[dead] = False
                 c.h.changeColsBounds(len(cols), cols, np.zeros(len(cols)), np.zeros(len(cols)))
-        floor = np.maximum(np.nan_to_num(self.relaxed, nan=0.0), np.maximum(self.jackson, self.seen))
-        floor = np.where(self.fits, floor, 0.0)
+        floor = np.where(self.fits, self._floors(), 0.0)
         if self._floored is not None and np.all(floor <= self._floored):
             return
         self._floored = floor
         m = self.model
         self._cut(m.visited, m.T >= sum(float(floor[d]) * m.design[int(d)] for d in np.flatnonzero(floor > 0)))
+
+    def _floors(self) -> np.ndarray:
+        """Per design, the most its relaxation, Jackson's bound and the evaluations covering it say (us; a
+        relaxation not yet computed counts as 0)."""
+        return np.maximum(np.nan_to_num(self.relaxed, nan=0.0), np.maximum(self.jackson, self.seen))
 
     def prepare(self, deadline: float) -> None:
         """Compute the floors of the designs within the budgets (``_refloor``) until ``deadline``
@@ -346,7 +350,7 @@ class Master:
         d = self._design_index.get(tuple(choice[r] for r in self.sized))
         if d is None or np.isnan(self.relaxed[d]):
             return None
-        return float(max(self.relaxed[d], self.jackson[d], self.seen[d]))
+        return float(self._floors()[d])
 
     def _region(self, choice: dict[str, int], plateau: frozenset[str]) -> np.ndarray:
         """The designs (indices into ``designs``) equal to ``choice`` but for larger options in ``plateau``."""
