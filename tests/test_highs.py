@@ -142,3 +142,21 @@ def test_a_re_solve_from_the_last_incumbent_reaches_the_fresh_solve_optimum():
                 break
             assert abs(warm.objective - cold.objective) <= 1e-6 * abs(cold.objective) + 1e-9
             assert warm.bound <= warm.objective * (1 + 1e-9)
+
+
+def test_an_lp_solved_again_and_again_gets_its_whole_time_limit_each_time():
+    """HiGHS's clock runs on across the runs of one Highs, and an LP's time limit (unlike a MIP's) is read
+    against that clock: a compiled LP re-solved after its runs added up to more than its limit would stop at
+    once, without an answer, unless each run's limit starts where the clock stands."""
+    from codesign.milp.highs import CompiledModel
+    m = _facility(3)
+    m.y.domain = pyo.UnitInterval  # the facility problem's relaxation: an LP
+    c = CompiledModel(m)
+    spec = SolverSpec(time_limit_s=0.02)
+    runs = 0
+    while c.h.getRunTime() < 0.05:  # runs of about a millisecond, to three times past the time limit
+        st = c.solve(spec, 0.02)
+        assert st.status == "optimal" and st.has_solution, (runs, c.h.getRunTime())
+        runs += 1
+    st = c.solve(spec, 0.02)
+    assert st.status == "optimal" and st.objective is not None

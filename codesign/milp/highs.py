@@ -588,7 +588,13 @@ class CompiledModel:
         # HiGHS keeps one thread pool per process, sized by its first solve; a solve asking for another
         # size fails unless the pool is reset first (and after, for the next solver in this process)
         h.resetGlobalScheduler(True)
-        h.setOptionValue("time_limit", max(0.01, float(time_limit_s)))
+        integer, nb, free = self._counts()
+
+        def limit(left: float) -> None:
+            # HiGHS's clock runs on across runs: a MIP's limit counts from its own start, an LP's from the
+            # clock's (highspy 1.16), so a pure LP on a Highs that has run before gets the clock added
+            h.setOptionValue("time_limit", max(0.01, left) + (0.0 if integer else h.getRunTime()))
+        limit(float(time_limit_s))
         h.setOptionValue("mip_rel_gap", float(spec.mip_gap if gap is None else gap))
         h.setOptionValue("threads", int(spec.threads))
         h.setOptionValue("presolve", "on" if spec.presolve else "off")
@@ -607,7 +613,7 @@ class CompiledModel:
                 # it reached from it (a row off by the tolerance: "solve error"); the same model solves from
                 # scratch, so run again without the start, in the time left
                 h.clearSolver()
-                h.setOptionValue("time_limit", max(0.01, float(time_limit_s) - (time.perf_counter() - t0)))
+                limit(float(time_limit_s) - (time.perf_counter() - t0))
                 h.run()
             ms = h.getModelStatus()
             info = h.getInfo()
@@ -633,11 +639,10 @@ class CompiledModel:
             if sol is not None:
                 h.setSolution(sol)
                 started = True
-            h.setOptionValue("time_limit", max(0.01, left))
+            limit(left)
         wall = time.perf_counter() - t0
         h.resetGlobalScheduler(True)
         obj = self.sense * info.objective_function_value + self.offset if has else None
-        integer, nb, free = self._counts()
         raw_bound = info.mip_dual_bound if integer else info.objective_function_value
         bound = self.sense * raw_bound + self.offset if raw_bound is not None and math.isfinite(raw_bound) else None
         if has:
