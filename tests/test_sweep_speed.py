@@ -312,7 +312,7 @@ def test_batches_are_whole_families_or_their_equal_parts(sizes, workers, setup):
     """Every point in one batch, batches largest first; either every batch is of one family, a family cut
     only into equal parts (within one point), or, where there are more whole families than
     ``BATCHES_PER_WORKER`` a worker, at most that many batches, each a run of whole consecutive families."""
-    from codesign.explore.points import BATCHES_PER_WORKER
+    from codesign.explore.points import BATCHES_PER_WORKER, _span, busiest
     family = {}
     for f, n in enumerate(sizes):
         family.update({f"f{f}p{i}": f for i in range(n)})
@@ -322,6 +322,10 @@ def test_batches_are_whole_families_or_their_equal_parts(sizes, workers, setup):
     assert [len(b.tasks) for b in out] == sorted((len(b.tasks) for b in out), reverse=True)
     if any(len({family[t.key] for t in b.tasks}) > 1 for b in out):  # joined
         assert len(sizes) > BATCHES_PER_WORKER * workers and len(out) <= BATCHES_PER_WORKER * workers
+        # and only where the busiest worker's estimated load, a start for each family, does not rise
+        joined = _span([len(b.tasks) + setup * len({family[t.key] for t in b.tasks}) for b in out], workers)
+        assert joined <= busiest(batches(tasks, lambda t: family[t.key], workers, setup=float("inf")), workers,
+                                 setup) + 1e-9
         for b in out:
             fs = [family[t.key] for t in b.tasks]
             assert fs == sorted(fs) and set(fs) == set(range(fs[0], fs[-1] + 1))

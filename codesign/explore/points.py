@@ -47,9 +47,10 @@ class PointTask:
 
 @dataclass(frozen=True)
 class BatchTask:
-    """Several points for one worker, run one after another: points of one family (``pipeline.solve.Family``,
-    the same problem but for its budgets) share the master and the replays there, and a batch pays the
-    round trip to the worker once. ``key`` is the first point's (the runners name a task by it)."""
+    """Several points for one worker, run one after another: a family's points (``pipeline.solve.Family``, the
+    same problem but for its budgets), or a part of them, or a run of whole families (``batches``). A family's
+    points share the master and the replays there, and a batch pays the round trip to the worker once.
+    ``key`` is the first point's (the runners name a task by it)."""
 
     key: str
     tasks: tuple[PointTask, ...]
@@ -164,8 +165,9 @@ SETUP = 4.0
 
 def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], workers: int, setup: float = SETUP,
             order: Callable[[PointTask], Any] | None = None, sweep: str = "") -> list[BatchTask]:
-    """The tasks in batches of one family each (``family_of(task)``: a hashable guess, checked by the worker),
-    largest first. A family's points share their replays, cuts and answers in one worker (``Family``), so
+    """The tasks in batches (``family_of(task)``: a hashable guess at a task's family, checked by the
+    worker), largest first: a family each, or a family's part, or where there are many whole families a run
+    of them (``_joined``). A family's points share their replays, cuts and answers in one worker (``Family``), so
     a family cut between workers pays for its start in each: families stay whole unless cutting more of
     them shortens the sweep. The sweep's length is estimated as the busiest worker's load when the batches
     go out largest first, each to the least loaded worker, a batch costing its points plus ``setup``. The
@@ -225,7 +227,7 @@ def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], worke
         k += 1
     if len(best) == len(groups):  # every family whole
         rank = {f: n for n, f in enumerate(groups)}
-        best = _joined(sorted(best, key=lambda b: rank[family_of(b.tasks[0])]), w, sweep)
+        best = _joined(sorted(best, key=lambda b: rank[family_of(b.tasks[0])]), w, setup, sweep)
     return best
 
 
@@ -233,35 +235,45 @@ def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], worke
 BATCHES_PER_WORKER = 4
 
 
-def _joined(work: list[BatchTask], workers: int, sweep: str) -> list[BatchTask]:
+def _joined(work: list[BatchTask], workers: int, setup: float, sweep: str) -> list[BatchTask]:
     """Many whole families (more than ``BATCHES_PER_WORKER`` a worker) joined into that many batches, each
     a run of consecutive families in the plan's order: a batch costs a round trip to its worker (about 1 ms on
     the local pool, 4 ms on Dask, with the driver's share of two cores), and a worker given neighbours (the
-    next bandwidths) has hints that fit (``Family.hint``). Runs end where their points reach an equal share.
-    ``work``: one batch per family, in the plan's order."""
+    next bandwidths) has hints that fit (``Family.hint``). Runs end where their cost (points, and ``setup`` a
+    family) reaches an equal share; the joined batches are kept only where the busiest worker's estimated load
+    does not rise (uneven families may not share out as well in fewer batches). ``work``: one batch per
+    family, in the plan's order, largest first on return."""
     target = BATCHES_PER_WORKER * max(1, workers)
+    whole = sorted(work, key=lambda b: -len(b.tasks))
     if len(work) <= target:
-        return sorted(work, key=lambda b: -len(b.tasks))
-    total = sum(len(b.tasks) for b in work)
-    out: list[BatchTask] = []
+        return whole
+    total = sum(len(b.tasks) + setup for b in work)
+    out: list[tuple[BatchTask, int]] = []  # each batch, and how many families it joins
     run: list[BatchTask] = []
-    done = 0  # points in the runs so far: a run ends where the points reach its share of the whole
+    done = 0.0  # the cost of the runs so far: a run ends where it reaches its share of the whole
     for b in work:
         run.append(b)
-        done += len(b.tasks)
+        done += len(b.tasks) + setup
         if done * target >= total * (len(out) + 1) or b is work[-1]:
             tasks = tuple(t for r in run for t in r.tasks)
-            out.append(BatchTask(tasks[0].key, tasks, sweep))
+            out.append((BatchTask(tasks[0].key, tasks, sweep), len(run)))
             run = []
-    return sorted(out, key=lambda b: -len(b.tasks))
+    out.sort(key=lambda bn: -len(bn[0].tasks))
+    joined = _span([len(b.tasks) + setup * n for b, n in out], workers)
+    return [b for b, _ in out] if joined <= busiest(whole, workers, setup) + 1e-9 else whole
 
 
 def busiest(work: list[BatchTask], workers: int, setup: float = 0.0) -> float:
     """The busiest worker's load when ``work`` goes out in order, each batch to the least loaded worker, a
     batch costing its points plus ``setup``."""
+    return _span([len(b.tasks) + setup for b in work], workers)
+
+
+def _span(costs: list[float], workers: int) -> float:
+    """The busiest worker's load when jobs of ``costs`` go out in order, each to the least loaded worker."""
     loads = [0.0] * max(1, workers)
-    for b in work:
-        heapq.heapreplace(loads, loads[0] + len(b.tasks) + setup)
+    for c in costs:
+        heapq.heapreplace(loads, loads[0] + c)
     return max(loads)
 
 
