@@ -135,7 +135,9 @@ def test_with_and_without_design_columns_the_master_has_one_optimum(seed, n, bud
     assert x.objective == pytest.approx(y.objective, rel=1e-7)
     T = x.objective * (1 + 1e-7)
     assert a.smallest_at(SPEC, T, 30.0) and b.smallest_at(SPEC, T, 30.0)
-    assert pyo.value(a.model.area) == pytest.approx(pyo.value(b.model.area), abs=1e-9)
+    # HiGHS's binaries are integral within its tolerance (an area 1.5e-9 off was seen); the catalogs' areas
+    # differ by far more than 1e-6
+    assert pyo.value(a.model.area) == pytest.approx(pyo.value(b.model.area), abs=1e-6)
 
 
 def test_a_design_the_relaxation_rules_out_is_held_at_zero():
