@@ -823,12 +823,12 @@ class Master:
             if bound > T_us * (1 + VIOLATION) + 1e-9:
                 members = [ks[sel[n]] for n in range(len(sel))
                            if rel[sel[n]] >= rel[sel[a]] - 1e-12 and due[sel[n]] <= due[sel[b]] + 1e-12]
-                found.append((bound - T_us, tag, float(rel[sel[a]]), float(due[sel[b]]), tuple(members)))
-        found.sort(key=lambda x: -x[0])
+                found.append((bound, tag, float(rel[sel[a]]), float(due[sel[b]]), tuple(members)))
+        found.sort(key=lambda x: -x[0])  # the most violated first
         if found and self.designs is not None:
             d = self._design_index.get(tuple(choice[r] for r in self.sized))
             if d is not None:  # the floor at this design: what the worst cut says there
-                self.jackson[d] = max(self.jackson[d], found[0][0] + T_us)
+                self.jackson[d] = max(self.jackson[d], found[0][0])
         added = 0
         for _, tag, ra, db, members in found[:max_cuts]:
             added += self.add_intervals([(tag, ra, db, members)])
