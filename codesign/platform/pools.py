@@ -98,17 +98,18 @@ def oversubscribed(active: list[PhaseWork], pools: Pools) -> tuple[bool, bool]:
     return mem > pools.memory, red > pools.reduction
 
 
-def phase_rates(active: list[PhaseWork], pools: Pools) -> list[float]:
+def phase_rates(active: list[PhaseWork], pools: Pools, over: tuple[bool, bool] | None = None) -> list[float]:
     """Progress rate (fraction of the phase per second) of each active chunk-phase.
 
     Each phase is capped by its link; the memory and reduction pools are water-filled against what
     each phase could use given its other limits, alternating until the two agree (a few rounds for the
-    handful of phases a network has active at once)."""
+    handful of phases a network has active at once). ``over``: ``oversubscribed(active, pools)``, where the
+    caller has it already."""
     n = len(active)
     if n == 1:
         return [alone_rate(active[0], pools)]
     link = [1.0 / w.link_s if w.link_s > 0 else INF for w in active]
-    if not any(oversubscribed(active, pools)):
+    if not any(oversubscribed(active, pools) if over is None else over):
         return link  # no pool is oversubscribed: every phase runs at its link's pace
     lim_mem = [INF] * n
     lim_red = [INF] * n

@@ -119,8 +119,8 @@ def _active_rates(ws: list[PhaseWork], pools: Pools) -> tuple[tuple[float, ...],
     """For a sequence of active chunk-phases (in start order): their rates (``pools.phase_rates``), the
     memory and reduction traffic they draw at those rates (bytes/s, summed in that order, as the reference
     summed them), and whether the memory pool and the reduction pool are oversubscribed."""
-    rates = phase_rates(ws, pools)
     mem_over, red_over = oversubscribed(ws, pools) if ws else (False, False)
+    rates = phase_rates(ws, pools, (mem_over, red_over))
     mem = 0.0
     red = 0.0
     for w, r in zip(ws, rates):
