@@ -322,7 +322,8 @@ class Master:
                 at += len(part)
                 now = time.perf_counter()
                 per_design = (now - start) / len(part)
-                size = max(2, int(0.5 * (deadline - now) / per_design) if per_design > 0 else len(new))
+                fit = 0.5 * (deadline - now) / per_design if per_design > 0 else math.inf
+                size = max(2, int(min(fit, len(new))))  # an infinite deadline: the rest at once
             if time.perf_counter() < deadline:
                 self._relaxed_floors(todo, deadline)
             dead = todo[self.relaxed[todo] == np.inf]
@@ -343,7 +344,8 @@ class Master:
     def _floors(self) -> np.ndarray:
         """Per design, the most its relaxation, Jackson's bound and the evaluations covering it say (us; a
         relaxation not yet computed counts as 0)."""
-        return np.maximum(np.nan_to_num(self.relaxed, nan=0.0), np.maximum(self.jackson, self.seen))
+        # nan (not computed) counts as 0; inf (an infeasible relaxation) stays inf
+        return np.maximum(np.where(np.isnan(self.relaxed), 0.0, self.relaxed), np.maximum(self.jackson, self.seen))
 
     def prepare(self, deadline: float) -> None:
         """Compute the floors of the designs within the budgets (``_refloor``) until ``deadline``
@@ -549,6 +551,8 @@ class Master:
         if self.designs is None or self._floored is None or self._completion is None:
             return
         ok = self.fits & ~self.excluded & ~np.isnan(self._completion[:, 0])
+        design = self.model.design
+        ok &= np.array([design[d].ub != 0 for d in range(len(self.designs))])  # not held at 0 by a hook
         if cap_us is not None:
             ok &= self._floored <= cap_us
         idx = np.flatnonzero(ok)
