@@ -417,28 +417,35 @@ def test_cli_sweep_bar_goes_to_stderr_only_when_asked(tmp_path, capsys):
 
 
 def test_a_kept_pool_serves_the_next_sweep_and_its_workers_start_each_sweep_afresh():
-    """A sweep's pool is kept for the next sweep of as many workers (its processes run it), and the first
-    batch of a sweep drops the families of the sweep before: the same sweep twice makes the same searches
-    (a kept family would have settled the second run's points without a master solve)."""
+    """A sweep's pools (a lane each, ``PoolRunner.run_dynamic``) are kept for the next sweep of as many workers
+    (their processes run it), and the first batch of a sweep drops the families of the sweep before: the same
+    sweep twice gives the same answers, each family searched again."""
     from codesign.explore import executors
     from codesign.explore.sweep import sweep
     params = {"topology.dims[1].bandwidth": "25GB/s,100GB/s", "engine.area_budget": "2mm^2,3mm^2"}
+
+    def pids(pools) -> set[str]:
+        return {str(pid) for p in pools for pid in p._processes}
     executors.shutdown_pools()
     a = sweep(QUICK, params, workers=2)
-    kept = executors._warm[2]
+    kept = executors._warm[("lanes", 2)]
+    assert len(kept) == 2 and len(pids(kept)) == 2
     b = sweep(QUICK, params, workers=2)
-    assert executors._warm[2] is kept
-    assert {w.split(":")[1] for w in b["worker"]} <= {str(pid) for pid in kept._processes}
-    cols = ["key", "status", "iteration_time_s", "master_solves", "evaluations", "error"]
-    assert a[cols].equals(b[cols]) and (a["master_solves"] > 0).any()
+    assert executors._warm[("lanes", 2)] is kept
+    assert {w.split(":")[1] for w in b["worker"]} == pids(kept)
+    cols = ["key", "status", "iteration_time_s", "error"]
+    assert a[cols].equals(b[cols])
+    # each family's first point (the larger budget) searched again: a family kept from the sweep before would
+    # have answered it with no master solve (``Family.proven``)
+    assert (b.loc[b["engine.area_budget"] == 3.0, "master_solves"] > 0).all()
     executors.shutdown_pools()
     assert not executors._warm
     sweep(QUICK, params, workers=2)
-    fresh = executors._warm[2]
+    fresh = executors._warm[("lanes", 2)]
     assert fresh is not kept
-    d = sweep(QUICK, params, workers=2, extra=_no_change)  # a hook of the caller's: a pool of its own, not kept
-    assert executors._warm == {2: fresh}
-    assert not {w.split(":")[1] for w in d["worker"]} & {str(pid) for pid in fresh._processes}
+    d = sweep(QUICK, params, workers=2, extra=_no_change)  # a hook of the caller's: pools of its own, not kept
+    assert executors._warm == {("lanes", 2): fresh}
+    assert not {w.split(":")[1] for w in d["worker"]} & pids(fresh)
     executors.shutdown_pools()
 
 

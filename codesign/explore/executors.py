@@ -100,11 +100,12 @@ def _watch_driver(pid: int) -> None:
     threading.Thread(target=watch, daemon=True, name="codesign-watch-driver").start()
 
 
-#: The pool kept between sweeps in this process, by its number of workers (``PoolRunner``; one at most): a
-#: new pool's workers cost about 0.1 s before their first point (fork, start-up, the first task's round
-#: trip), a fifth of a 40-point quickstart sweep on two workers. A pool that broke, or whose sweep was
-#: interrupted, is never kept. ``shutdown_pools`` ends it (at exit, too).
-_warm: dict[int, Any] = {}
+#: The pool kept between sweeps in this process (``PoolRunner``; one at most): by its number of workers, a
+#: pool; by ("lanes", n), the n pools of one worker each that ``run_dynamic`` keeps. A new pool's workers
+#: cost about 0.1 s before their first point (fork, start-up, the first task's round trip), a fifth of a
+#: 40-point quickstart sweep on two workers. A pool that broke, or whose sweep was interrupted, is never
+#: kept. ``shutdown_pools`` ends it (at exit, too).
+_warm: dict[Any, Any] = {}
 _warm_lock = threading.Lock()
 
 
@@ -119,7 +120,7 @@ os.register_at_fork(after_in_child=_forget_pools)
 def shutdown_pools() -> None:
     """End the pools kept between sweeps (``PoolRunner``); the next sweep starts a new one."""
     with _warm_lock:
-        pools = list(_warm.values())
+        pools = [ex for v in _warm.values() for ex in (v if isinstance(v, list) else [v])]
         _warm.clear()
     for ex in pools:
         ex.shutdown(wait=True)
@@ -142,8 +143,10 @@ class PoolRunner:
         self.keep = keep
         self.description = f"a local pool of up to {workers} process(es)"
         self._ex: Any = None
+        self._lanes: list[Any] | None = None  # run_dynamic's pools, one worker each
 
-    def _start(self) -> Any:
+    def _start(self, workers: int | None = None) -> Any:
+        """A new pool of ``workers`` processes (default: the runner's)."""
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
@@ -151,7 +154,7 @@ class PoolRunner:
         ctx = mp.get_context(method)
         if method == "forkserver":
             ctx.set_forkserver_preload(_modules(self.fn))
-        return ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_watch_driver,
+        return ProcessPoolExecutor(workers or self.workers, mp_context=ctx, initializer=_watch_driver,
                                    initargs=(os.getpid(),))
 
     def _acquire(self) -> Any:
@@ -166,18 +169,33 @@ class PoolRunner:
             ex.shutdown(wait=False, cancel_futures=True)
         return self._start()
 
-    def _keep(self, ex: Any) -> None:
-        """Keep ``ex`` for the next sweep (only a process pool this runner made, never a test's stand-in)."""
+    def _keep(self, ex: Any, key: Any = None) -> None:
+        """Keep ``ex`` (a pool, or a list of them) for the next sweep, under ``key`` (default: the number of
+        workers); only process pools this runner made, never a test's stand-ins."""
         from concurrent.futures import ProcessPoolExecutor
-        if not isinstance(ex, ProcessPoolExecutor) or getattr(ex, "_broken", False):
-            ex.shutdown(wait=True)
+        pools = ex if isinstance(ex, list) else [ex]
+        if not all(isinstance(p, ProcessPoolExecutor) and not getattr(p, "_broken", False) for p in pools):
+            for p in pools:
+                p.shutdown(wait=True)
             return
         with _warm_lock:
-            old = list(_warm.values())
+            old = [p for v in _warm.values() for p in (v if isinstance(v, list) else [v])]
             _warm.clear()
-            _warm[self.workers] = ex
+            _warm[self.workers if key is None else key] = ex
         for other in old:  # one pool kept in all: idle workers hold their last sweep's families
             other.shutdown(wait=False)
+
+    def _lane_pools(self, n: int) -> list[Any]:
+        """``n`` pools of one worker each (``run_dynamic``): the kept ones if sound (with ``keep``), else new."""
+        if self.keep:
+            with _warm_lock:
+                kept = _warm.pop(("lanes", n), None)
+            if kept is not None and all(not getattr(p, "_broken", False) and not getattr(p, "_shutdown_thread", False)
+                                        for p in kept):
+                return kept
+            for p in kept or ():
+                p.shutdown(wait=False, cancel_futures=True)
+        return [self._start(1) for _ in range(n)]
 
     def run(self, tasks: Sequence[Task]) -> Iterator[tuple[Task, Row]]:
         from concurrent.futures import as_completed
@@ -230,10 +248,64 @@ class PoolRunner:
             self._ex = None
             yield t, row
 
+    def run_dynamic(self, first: Sequence[Task], follow: Callable[[Task, Row | None], Task | None]
+                    ) -> Iterator[tuple[Task, Row]]:
+        """Run ``first`` (a task per worker, each on a pool of one worker of its own: a lane), and after each
+        task the one ``follow(task, row)`` gives (None: none) on the same lane, submitted before the row is
+        yielded: the worker that ran a task runs the one that follows it (``lanes.Lanes``), whatever else
+        finishes meanwhile. A task whose worker died comes back as a row without ``rows`` (the caller runs its
+        points again, with ``run``), and its lane gets a new worker for the tasks that follow."""
+        from concurrent.futures import FIRST_COMPLETED, wait
+        from concurrent.futures.process import BrokenProcessPool
+
+        self._lanes = pools = self._lane_pools(len(first))
+        futures: dict[Any, tuple[int, Task]] = {}
+
+        def submit(lane: int, t: Task) -> None:
+            for _ in range(2):  # a lane whose worker died gets a new one
+                try:
+                    futures[pools[lane].submit(self.fn, t)] = (lane, t)
+                    return
+                except BrokenProcessPool:
+                    pools[lane].shutdown(wait=False, cancel_futures=True)
+                    pools[lane] = self._start(1)
+            raise RuntimeError("a new worker process could not take a task")
+
+        for lane, t in enumerate(first):
+            submit(lane, t)
+        broke = False
+        while futures:
+            done, _ = wait(futures, return_when=FIRST_COMPLETED)
+            back = []
+            for f in done:
+                lane, t = futures.pop(f)
+                try:
+                    row = f.result()
+                except BrokenProcessPool:
+                    broke = True
+                    row = error_row("a worker process died while this batch was pending")
+                except Exception as e:
+                    row = error_row(f"{type(e).__name__}: {e}")
+                nxt = follow(t, row)
+                if nxt is not None:  # before the rows are recorded: the lane's worker is idle
+                    submit(lane, nxt)
+                back.append((t, row))
+            yield from back
+        # (a sweep interrupted mid-way never gets here: ``close`` ends its pools)
+        self._lanes = None
+        if self.keep and not broke:
+            self._keep(pools, ("lanes", len(pools)))
+        else:
+            for p in pools:
+                p.shutdown(wait=True)
+
     def close(self) -> None:
         if self._ex is not None:  # interrupted mid-sweep: do not wait for points nobody will record
             self._ex.shutdown(wait=False, cancel_futures=True)
             self._ex = None
+        for p in self._lanes or ():
+            p.shutdown(wait=False, cancel_futures=True)
+        self._lanes = None
 
 
 class DaskRunner:
@@ -287,6 +359,38 @@ class DaskRunner:
                     row = f.result()
                 except Exception as e:
                     row = error_row(f"{type(e).__name__}: {e}")
+                yield t, row
+        finally:
+            self.client.cancel([f for f in futures if not f.done()])
+
+    def run_dynamic(self, first: Sequence[Task], follow: Callable[[Task, Row | None], Task | None]
+                    ) -> Iterator[tuple[Task, Row]]:
+        """As ``PoolRunner.run_dynamic``: ``first``, a task per lane, then after each task the one ``follow``
+        gives, submitted before the row is yielded to the worker that ran the task before it (each lane is
+        pinned to one worker thread, ``workers=``; loosely, so that a lane whose worker left runs elsewhere)."""
+        from dask.distributed import as_completed
+
+        info = self.client.scheduler_info().get("workers", {})
+        slots = [a for a, w in sorted(info.items()) for _ in range(max(1, int(w.get("nthreads", 1))))] or [None]
+        futures: dict[Any, tuple[Any, Task]] = {}
+
+        def submit(where: Any, t: Task) -> Any:
+            pin = {"workers": [where], "allow_other_workers": True} if where is not None else {}
+            f = self.client.submit(self.fn, t, pure=False, **pin)
+            futures[f] = (where, t)
+            return f
+
+        done = as_completed([submit(slots[i % len(slots)], t) for i, t in enumerate(first)])
+        try:
+            for f in done:
+                where, t = futures.pop(f)
+                try:
+                    row = f.result()
+                except Exception as e:
+                    row = error_row(f"{type(e).__name__}: {e}")
+                nxt = follow(t, row)
+                if nxt is not None:
+                    done.add(submit(where, nxt))
                 yield t, row
         finally:
             self.client.cancel([f for f in futures if not f.done()])

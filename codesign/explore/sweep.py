@@ -34,6 +34,7 @@ from ..problem.load import parse_problem
 from ..problem.model import Problem
 from ..spec.yamlfile import load_yaml
 from .executors import make_runner
+from .lanes import Lanes
 from .params import Param, apply, canonical, check_path, get_value, params_from
 from .points import (
     RESULT_COLUMNS,
@@ -261,13 +262,20 @@ def run_plan(pl: Plan, *, executor: Any = None, workers: int | None = None, out:
             def family_of(t: PointTask) -> tuple:
                 return tuple(v for k, v in todo[t.key].columns.items() if k not in BUDGET_PATHS)
             sweep_id = uuid.uuid4().hex
-            work = batches(tasks, family_of, _worker_count(executor, workers), order=larger_budgets_first,
-                           sweep=sweep_id)
+            count = _worker_count(executor, workers)
+            work = batches(tasks, family_of, count, order=larger_budgets_first, sweep=sweep_id)
             # a kept pool's workers keep the modules they imported: only where the tasks name codesign's own
             # functions alone (no extra hook, no check of the caller's, which the caller may edit and reload)
             own = pl.extra is None and all((getattr(c.fn, "__module__", None) or "").startswith("codesign.")
                                               for c in pl.checks)
             runner = make_runner(executor, workers, work, fn=run_batch, keep=own)
+            dynamic = count > 1 and len(work) > 1 and hasattr(runner, "run_dynamic")
+            if dynamic:
+                # many workers: chunks handed out as workers free up, each worker walking its lane (lanes.py)
+                lanes = Lanes(tasks, family_of, count, sweep_id, order=larger_budgets_first)
+                stream = runner.run_dynamic(lanes.first(), lanes.follow)
+            else:
+                stream = runner.run(work)  # a failed batch of one point has had its retries (PoolRunner.run)
 
             def record(task: PointTask, row: dict[str, Any]) -> None:
                 pt = todo[task.key]
@@ -284,8 +292,8 @@ def run_plan(pl: Plan, *, executor: Any = None, workers: int | None = None, out:
                 # a batch that failed as a whole (its worker died, its future raised) took its points with it,
                 # the finished ones too: each runs again alone, once, and only its own failure is recorded
                 alone: list[BatchTask] = []
-                for batch, result in runner.run(work):
-                    if "rows" not in result and len(batch.tasks) > 1:
+                for batch, result in stream:
+                    if "rows" not in result and (len(batch.tasks) > 1 or dynamic):
                         alone.extend(BatchTask(t.key, (t,), sweep_id) for t in batch.tasks)
                         continue
                     for task, row in zip(batch.tasks, result.get("rows") or [result]):

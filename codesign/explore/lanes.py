@@ -1,0 +1,128 @@
+"""Handing a sweep's points to its workers as they free up, each walking its own lane of neighbouring points.
+
+A worker keeps what its points taught it: a family's master, replays and cuts (``pipeline.solve.Family``),
+and its last answers as hints for the next family (``points.run_batch``). Both serve most when a worker's
+next point is the neighbour of its last one: the same family, or the next bandwidth. Planning the batches
+before the sweep (``points.batches``) cannot know which worker runs which batch, nor how long a family will
+take (ResNet-50's ACE families differ twofold), so on two workers it gave one worker every other family and
+cut one family between them: 107 master solves and 76 replays for the 50-point ResNet-50 grid, against 78
+and 48 in one process (BENCHMARKS.md, "Lanes").
+
+``Lanes`` orders the points as the plan does (a family's points together, larger budgets first; families in
+the order they first appear), starts the workers at evenly spaced points, and, each time a worker finishes a
+chunk, gives it the chunk that follows in its lane; once its lane runs into points already handed out, the
+worker starts at the middle of the longest run of points nobody has taken (or at its start, where no worker
+walks into it). A chunk's size aims at ``CHUNK_S`` of work at the mean point time so far, and never more
+than the points left over twice the workers, so the lanes end together (guided self-scheduling). Each chunk
+is one task; with exactly one chunk in flight per worker, the worker that finished is the only one idle, so
+the next chunk of its lane goes to it (``executors.PoolRunner.run_dynamic``).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .points import BatchTask, PointTask
+
+#: The work a chunk aims at (s; our calibration): a chunk costs a round trip to its worker (about 1 ms on the
+#: local pool, 4 ms on Dask), during which that worker waits.
+CHUNK_S = 0.2
+
+
+class Lanes:
+    """The chunks of a sweep's points, handed out as workers free up (see the module's docstring)."""
+
+    def __init__(self, tasks: Sequence[PointTask], family_of: Callable[[PointTask], Any], workers: int,
+                 sweep: str = "", order: Callable[[PointTask], Any] | None = None, chunk_s: float = CHUNK_S) -> None:
+        groups: dict[Any, list[PointTask]] = {}
+        for t in tasks:
+            groups.setdefault(family_of(t), []).append(t)
+        if order is not None:
+            for g in groups.values():
+                g.sort(key=order)
+        self.seq: list[PointTask] = [t for g in groups.values() for t in g]
+        #: the position of each family's first point
+        self._families = list(itertools.accumulate((len(g) for g in groups.values()), initial=0))[:-1]
+        self.workers = max(1, workers)
+        self.sweep = sweep
+        self.chunk_s = chunk_s
+        self.taken = [False] * len(self.seq)
+        self.left = len(self.seq)
+        self._start: dict[str, int] = {}  # a chunk's key -> its first point's position
+        self._in_flight: set[int] = set()  # the positions just after the chunks handed out and not finished
+        self._points = 0  # points finished, and their summed time (s), for the mean point time
+        self._seconds = 0.0
+
+    def first(self) -> list[BatchTask]:
+        """One point for each worker, at evenly spaced positions (the first measures the point time)."""
+        n = len(self.seq)
+        half = n / (2 * self.workers)  # half a lane: how far a start moves to a family's first point
+        starts: list[int] = []
+        for i in range(self.workers):
+            lo = starts[-1] + 1 if starts else 0
+            at = max(lo, self._snap((i * n) // self.workers, half, lo))
+            if at < n:
+                starts.append(at)
+        return [self._chunk(s, 1) for s in starts]
+
+    def follow(self, done: BatchTask, row: dict[str, Any] | None) -> BatchTask | None:
+        """The chunk for the worker that finished ``done`` (``row``: its result, ``{"rows": [...]}``, or None
+        or a row without ``rows`` where it failed as a whole); None once every point is handed out."""
+        at = self._start[done.key] + len(done.tasks)
+        self._in_flight.discard(at)
+        for r in (row or {}).get("rows") or ():
+            s = r.get("wall_s")
+            if isinstance(s, (int, float)) and math.isfinite(s):
+                self._points += 1
+                self._seconds += float(s)
+        if not self.left:
+            return None
+        if at < len(self.seq) and not self.taken[at]:
+            return self._chunk(at, self._size())
+        a, b = self._longest_free_run()
+        # a worker walks into the run from its left: start near its middle, so that both have half
+        start = a if a == 0 or a not in self._in_flight else self._snap(a + (b - a) // 2, (b - a) / 4, a + 1, b)
+        return self._chunk(start, self._size())
+
+    def _snap(self, at: int, within: float, lo: int = 0, hi: int | None = None) -> int:
+        """The first point of a family nearest ``at`` (the earlier of two as near), at most ``within`` from it
+        and in [lo, hi), else ``at``: a worker that starts a family whole cuts none."""
+        hi = len(self.seq) if hi is None else hi
+        near = [f for f in self._families if lo <= f < hi and abs(f - at) <= within]
+        return min(near, key=lambda f: (abs(f - at), f)) if near else at
+
+    def _size(self) -> int:
+        """Points in the next chunk: ``chunk_s`` at the mean point time, at most the points left over twice
+        the workers, at least one."""
+        guided = -(-self.left // (2 * self.workers))
+        if not self._points:
+            return 1
+        mean = self._seconds / self._points
+        aim = int(self.chunk_s / mean) if mean > 0 else guided
+        return max(1, min(aim, guided))
+
+    def _longest_free_run(self) -> tuple[int, int]:
+        """The longest run [a, b) of points not handed out (the first among equals)."""
+        best, a = (0, 0), None
+        for i, t in enumerate([*self.taken, True]):
+            if not t and a is None:
+                a = i
+            elif t and a is not None:
+                if i - a > best[1] - best[0]:
+                    best = (a, i)
+                a = None
+        return best
+
+    def _chunk(self, start: int, size: int) -> BatchTask:
+        """The chunk of up to ``size`` points from ``start``, up to the next point already handed out."""
+        end = start
+        while end < len(self.seq) and end - start < size and not self.taken[end]:
+            self.taken[end] = True
+            end += 1
+        self.left -= end - start
+        tasks = tuple(self.seq[start:end])
+        self._start[tasks[0].key] = start
+        self._in_flight.add(end)
+        return BatchTask(tasks[0].key, tasks, self.sweep)
