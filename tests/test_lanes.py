@@ -124,3 +124,18 @@ def test_a_lane_runs_on_one_worker_and_a_dead_worker_is_replaced():
     assert len({pids[k] for k in seq[0]}) == 1  # lane a: one worker throughout
     assert len({pids[k] for k in ("b0", "b1", "b2")}) == 1 and pids["b4"] == pids["b5"] != pids["b0"]
     assert pids["a0"] != pids["b0"]
+
+
+def test_chunks_are_many_round_trips_long_however_few_points_are_left():
+    """Where a round trip is long against a point (Dask: 4 ms trips, 10 ms points), a chunk is at least ten
+    round trips of points, even at the end."""
+    from codesign.explore.lanes import TRIP_SHARE
+    tasks, family = _tasks([12])
+    lanes = Lanes(tasks, lambda t: family[t.key], 2, chunk_s=0.2)
+    a, b = lanes.first()
+    assert lanes.left == 10  # the end's share: ten points over twice two workers, three
+    nxt = lanes.follow(a, {"rows": [{"wall_s": 0.01}], "in_flight_s": 0.0135})  # a trip of 3.5 ms
+    assert len(nxt.tasks) == 4 == -(-0.0035 // (TRIP_SHARE * 0.01))
+    fast = Lanes(tasks, lambda t: family[t.key], 2, chunk_s=0.2)
+    c, _ = fast.first()
+    assert len(fast.follow(c, {"rows": [{"wall_s": 0.01}], "in_flight_s": 0.0101}).tasks) == 3  # 10 over 4 workers

@@ -259,12 +259,12 @@ class PoolRunner:
         from concurrent.futures.process import BrokenProcessPool
 
         self._lanes = pools = self._lane_pools(len(first))
-        futures: dict[Any, tuple[int, Task]] = {}
+        futures: dict[Any, tuple[int, Task, float]] = {}
 
         def submit(lane: int, t: Task) -> None:
             for _ in range(2):  # a lane whose worker died gets a new one
                 try:
-                    futures[pools[lane].submit(self.fn, t)] = (lane, t)
+                    futures[pools[lane].submit(self.fn, t)] = (lane, t, time.perf_counter())
                     return
                 except BrokenProcessPool:
                     pools[lane].shutdown(wait=False, cancel_futures=True)
@@ -278,7 +278,7 @@ class PoolRunner:
             done, _ = wait(futures, return_when=FIRST_COMPLETED)
             back = []
             for f in done:
-                lane, t = futures.pop(f)
+                lane, t, sent = futures.pop(f)
                 try:
                     row = f.result()
                 except BrokenProcessPool:
@@ -286,6 +286,7 @@ class PoolRunner:
                     row = error_row("a worker process died while this batch was pending")
                 except Exception as e:
                     row = error_row(f"{type(e).__name__}: {e}")
+                row["in_flight_s"] = time.perf_counter() - sent
                 nxt = follow(t, row)
                 if nxt is not None:  # before the rows are recorded: the lane's worker is idle
                     submit(lane, nxt)
@@ -372,22 +373,23 @@ class DaskRunner:
 
         info = self.client.scheduler_info().get("workers", {})
         slots = [a for a, w in sorted(info.items()) for _ in range(max(1, int(w.get("nthreads", 1))))] or [None]
-        futures: dict[Any, tuple[Any, Task]] = {}
+        futures: dict[Any, tuple[Any, Task, float]] = {}
 
         def submit(where: Any, t: Task) -> Any:
             pin = {"workers": [where], "allow_other_workers": True} if where is not None else {}
             f = self.client.submit(self.fn, t, pure=False, **pin)
-            futures[f] = (where, t)
+            futures[f] = (where, t, time.perf_counter())
             return f
 
         done = as_completed([submit(slots[i % len(slots)], t) for i, t in enumerate(first)])
         try:
             for f in done:
-                where, t = futures.pop(f)
+                where, t, sent = futures.pop(f)
                 try:
                     row = f.result()
                 except Exception as e:
                     row = error_row(f"{type(e).__name__}: {e}")
+                row["in_flight_s"] = time.perf_counter() - sent
                 nxt = follow(t, row)
                 if nxt is not None:
                     done.add(submit(where, nxt))

@@ -29,6 +29,9 @@ from .points import BatchTask, PointTask
 #: The work a chunk aims at (s; our calibration): a chunk costs a round trip to its worker (about 1 ms on the
 #: local pool, 4 ms on Dask), during which that worker waits.
 CHUNK_S = 0.2
+#: The most of a chunk's time its round trip may take (our calibration): chunks are made at least this many
+#: round trips long, however few points are left (the quickstart on Dask: 4 ms trips, 10 ms points).
+TRIP_SHARE = 0.1
 
 
 class Lanes:
@@ -54,6 +57,7 @@ class Lanes:
         self._in_flight: set[int] = set()  # the positions just after the chunks handed out and not finished
         self._points = 0  # points finished, and their summed time (s), for the mean point time
         self._seconds = 0.0
+        self._trips: list[float] = []  # each chunk's round trip (s): its time in flight less its points' time
 
     def first(self) -> list[BatchTask]:
         """One point for each worker, at evenly spaced positions (the first measures the point time)."""
@@ -72,11 +76,16 @@ class Lanes:
         or a row without ``rows`` where it failed as a whole); None once every point is handed out."""
         at = self._start[done.key] + len(done.tasks)
         self._in_flight.discard(at)
+        busy = 0.0
         for r in (row or {}).get("rows") or ():
             s = r.get("wall_s")
             if isinstance(s, (int, float)) and math.isfinite(s):
                 self._points += 1
                 self._seconds += float(s)
+                busy += float(s)
+        flight = (row or {}).get("in_flight_s")  # the runner's measure (``run_dynamic``)
+        if isinstance(flight, (int, float)) and math.isfinite(flight):
+            self._trips.append(max(0.0, float(flight) - busy))
         if not self.left:
             return None
         if at < len(self.seq) and not self.taken[at]:
@@ -95,13 +104,16 @@ class Lanes:
 
     def _size(self) -> int:
         """Points in the next chunk: ``chunk_s`` at the mean point time, at most the points left over twice
-        the workers, at least one."""
+        the workers, at least one, and at least enough for the median round trip to be ``TRIP_SHARE`` of it."""
         guided = -(-self.left // (2 * self.workers))
         if not self._points:
             return 1
         mean = self._seconds / self._points
-        aim = int(self.chunk_s / mean) if mean > 0 else guided
-        return max(1, min(aim, guided))
+        if mean <= 0:
+            return guided
+        trip = sorted(self._trips)[len(self._trips) // 2] if self._trips else 0.0
+        least = math.ceil(trip / TRIP_SHARE / mean - 1e-9)
+        return max(1, least, min(int(self.chunk_s / mean), guided))
 
     def _longest_free_run(self) -> tuple[int, int]:
         """The longest run [a, b) of points not handed out (the first among equals)."""
