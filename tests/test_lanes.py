@@ -128,14 +128,19 @@ def test_a_lane_runs_on_one_worker_and_a_dead_worker_is_replaced():
 
 def test_chunks_are_many_round_trips_long_however_few_points_are_left():
     """Where a round trip is long against a point (Dask: 4 ms trips, 10 ms points), a chunk is at least ten
-    round trips of points, even at the end."""
-    from codesign.explore.lanes import TRIP_SHARE
+    round trips of points, even at the end; but never more than ``chunk_s`` of work, however long a trip
+    took; and a lane's first trip (which starts its worker) is not counted."""
     tasks, family = _tasks([12])
-    lanes = Lanes(tasks, lambda t: family[t.key], 2, chunk_s=0.2)
-    a, b = lanes.first()
-    assert lanes.left == 10  # the end's share: ten points over twice two workers, three
-    nxt = lanes.follow(a, {"rows": [{"wall_s": 0.01}], "in_flight_s": 0.0135})  # a trip of 3.5 ms
-    assert len(nxt.tasks) == 4 == -(-0.0035 // (TRIP_SHARE * 0.01))
-    fast = Lanes(tasks, lambda t: family[t.key], 2, chunk_s=0.2)
-    c, _ = fast.first()
-    assert len(fast.follow(c, {"rows": [{"wall_s": 0.01}], "in_flight_s": 0.0101}).tasks) == 3  # 10 over 4 workers
+    lanes = Lanes(tasks, lambda t: family[t.key], 1, chunk_s=0.2)
+    (a,) = lanes.first()
+    c = lanes.follow(a, {"rows": [{"wall_s": 0.01}], "in_flight_s": 9.0})  # a worker's start: not a trip
+    assert len(c.tasks) == 6  # the end's share: eleven points over twice one worker
+    d = lanes.follow(c, {"rows": [{"wall_s": 0.01}] * 6, "in_flight_s": 0.06 + 0.0035})  # a trip of 3.5 ms
+    assert lanes.left + len(d.tasks) == 5 and len(d.tasks) == 4  # 3.5 ms is a tenth of 4 points, not of 3
+    tasks, family = _tasks([100])
+    capped = Lanes(tasks, lambda t: family[t.key], 1, chunk_s=0.2)
+    (a,) = capped.first()
+    c = capped.follow(a, {"rows": [{"wall_s": 0.05}], "in_flight_s": 9.0})
+    assert len(c.tasks) == 4  # 0.2 s at 50 ms a point
+    d = capped.follow(c, {"rows": [{"wall_s": 0.05}] * 4, "in_flight_s": 0.2 + 1.0})  # a trip of a second
+    assert len(d.tasks) == 4  # still 0.2 s of work

@@ -41,12 +41,14 @@ def die_at_50_and_2_mm2(model, problem) -> None:
         os._exit(1)
 
 
-def test_a_worker_that_dies_fails_only_its_own_point_not_its_batch(tmp_path):
-    """The two budgets of a bandwidth go to the worker as one batch; the worker dies at one of them. Each
-    point of a batch that failed as a whole runs again alone: only the point that kills its worker fails."""
-    params = {BW: "25GB/s,50GB/s", "engine.area_budget": "2mm^2,3mm^2"}
-    df = sweep(QUICK, params, workers=1, out=tmp_path / "r.csv", extra=die_at_50_and_2_mm2)
-    assert len(df) == 4
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_worker_that_dies_fails_only_its_own_point_not_its_batch(tmp_path, workers):
+    """The two budgets of a bandwidth go to the worker as one batch (one worker), or the points go out in
+    lanes (two, ``lanes.Lanes``); the worker dies at one of them. Each point of a batch or chunk that failed
+    as a whole runs again alone: only the point that kills its worker fails."""
+    params = {BW: "25GB/s,50GB/s,100GB/s" if workers > 1 else "25GB/s,50GB/s", "engine.area_budget": "2mm^2,3mm^2"}
+    df = sweep(QUICK, params, workers=workers, out=tmp_path / "r.csv", extra=die_at_50_and_2_mm2)
+    assert len(df) == 2 * (1 + workers)
     bad = (df[BW] == 50e9) & (df["engine.area_budget"] == 2.0)
     assert df[bad]["status"].tolist() == ["error"] and "died" in df[bad]["error"].iloc[0]
     assert (df[~bad]["status"] != "error").all(), df[~bad][["status", "error"]]

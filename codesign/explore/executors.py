@@ -8,6 +8,10 @@ given another module-level function that takes a task with a ``key`` and returns
 Pyomo crashes when two solves run in threads of one process, so pool workers and Dask workers run
 one point at a time (a lock in ``run_point`` guards the case of a multi-threaded Dask worker too).
 
+With more than one worker a sweep hands its points out as workers free up, each worker walking its own lane
+of neighbouring points (``lanes.Lanes``, ``run_dynamic``): the local pool then runs a pool of one process
+per lane, and Dask pins each lane to one worker.
+
 The local pool starts its workers from a fork server that has imported codesign once (workers start in
 milliseconds, and never inherit a HiGHS that has already run in the parent), and is kept for the next
 sweep of as many workers when a sweep ends well (``PoolRunner``). Each worker watches the
@@ -185,6 +189,10 @@ class PoolRunner:
         for other in old:  # one pool kept in all: idle workers hold their last sweep's families
             other.shutdown(wait=False)
 
+    def slots(self) -> int:
+        """How many lanes ``run_dynamic`` can keep busy: the pool's workers."""
+        return self.workers
+
     def _lane_pools(self, n: int) -> list[Any]:
         """``n`` pools of one worker each (``run_dynamic``): the kept ones if sound (with ``keep``), else new."""
         if self.keep:
@@ -261,19 +269,19 @@ class PoolRunner:
         self._lanes = pools = self._lane_pools(len(first))
         futures: dict[Any, tuple[int, Task, float]] = {}
 
-        def submit(lane: int, t: Task) -> None:
+        def submit(lane: int, t: Task) -> bool:
             for _ in range(2):  # a lane whose worker died gets a new one
                 try:
                     futures[pools[lane].submit(self.fn, t)] = (lane, t, time.perf_counter())
-                    return
+                    return True
                 except BrokenProcessPool:
                     pools[lane].shutdown(wait=False, cancel_futures=True)
                     pools[lane] = self._start(1)
-            raise RuntimeError("a new worker process could not take a task")
+            return False  # the lane ends here; its task comes back without rows
 
-        for lane, t in enumerate(first):
-            submit(lane, t)
         broke = False
+        lost = [t for lane, t in enumerate(first) if not submit(lane, t)]
+        yield from ((t, error_row("no worker process could take this batch")) for t in lost)
         while futures:
             done, _ = wait(futures, return_when=FIRST_COMPLETED)
             back = []
@@ -288,9 +296,10 @@ class PoolRunner:
                     row = error_row(f"{type(e).__name__}: {e}")
                 row["in_flight_s"] = time.perf_counter() - sent
                 nxt = follow(t, row)
-                if nxt is not None:  # before the rows are recorded: the lane's worker is idle
-                    submit(lane, nxt)
                 back.append((t, row))
+                if nxt is not None and not submit(lane, nxt):  # before the rows are recorded: its worker idles
+                    broke = True
+                    back.append((nxt, error_row("no worker process could take this batch")))
             yield from back
         # (a sweep interrupted mid-way never gets here: ``close`` ends its pools)
         self._lanes = None
@@ -304,7 +313,9 @@ class PoolRunner:
         if self._ex is not None:  # interrupted mid-sweep: do not wait for points nobody will record
             self._ex.shutdown(wait=False, cancel_futures=True)
             self._ex = None
-        for p in self._lanes or ():
+        for p in self._lanes or ():  # interrupted lanes: their workers would finish a whole chunk first
+            for proc in list(getattr(p, "_processes", {}).values()):
+                proc.terminate()
             p.shutdown(wait=False, cancel_futures=True)
         self._lanes = None
 
@@ -368,11 +379,11 @@ class DaskRunner:
                     ) -> Iterator[tuple[Task, Row]]:
         """As ``PoolRunner.run_dynamic``: ``first``, a task per lane, then after each task the one ``follow``
         gives, submitted before the row is yielded to the worker that ran the task before it (each lane is
-        pinned to one worker thread, ``workers=``; loosely, so that a lane whose worker left runs elsewhere)."""
+        pinned to one worker, ``workers=``; loosely, so that a lane whose worker left runs elsewhere, and
+        Dask's work stealing may still move a task to an idle worker)."""
         from dask.distributed import as_completed
 
-        info = self.client.scheduler_info().get("workers", {})
-        slots = [a for a, w in sorted(info.items()) for _ in range(max(1, int(w.get("nthreads", 1))))] or [None]
+        slots = sorted(self.client.nthreads()) or [None]  # one lane a worker process: solves take turns in one
         futures: dict[Any, tuple[Any, Task, float]] = {}
 
         def submit(where: Any, t: Task) -> Any:
@@ -396,6 +407,11 @@ class DaskRunner:
                 yield t, row
         finally:
             self.client.cancel([f for f in futures if not f.done()])
+
+    def slots(self) -> int:
+        """How many lanes ``run_dynamic`` can keep busy: the cluster's worker processes (a process solves one
+        point at a time, whatever its threads)."""
+        return max(1, len(self.client.nthreads()))
 
     def close(self) -> None:
         if self._owned:

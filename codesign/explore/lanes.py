@@ -12,10 +12,10 @@ and 48 in one process (BENCHMARKS.md, "Lanes").
 the order they first appear), starts the workers at evenly spaced points, and, each time a worker finishes a
 chunk, gives it the chunk that follows in its lane; once its lane runs into points already handed out, the
 worker starts at the middle of the longest run of points nobody has taken (or at its start, where no worker
-walks into it). A chunk's size aims at ``CHUNK_S`` of work at the mean point time so far, and never more
-than the points left over twice the workers, so the lanes end together (guided self-scheduling). Each chunk
-is one task; with exactly one chunk in flight per worker, the worker that finished is the only one idle, so
-the next chunk of its lane goes to it (``executors.PoolRunner.run_dynamic``).
+walks into it). A chunk's size aims at ``CHUNK_S`` of work at the mean point time so far, and is at most the
+points left over twice the workers, so the lanes end together (guided self-scheduling), unless that would
+make its round trip more than ``TRIP_SHARE`` of it. Each chunk is one task, and a lane's chunks run on one
+worker (``executors.PoolRunner.run_dynamic``, ``DaskRunner.run_dynamic``).
 """
 from __future__ import annotations
 
@@ -58,6 +58,7 @@ class Lanes:
         self._points = 0  # points finished, and their summed time (s), for the mean point time
         self._seconds = 0.0
         self._trips: list[float] = []  # each chunk's round trip (s): its time in flight less its points' time
+        self._firsts: set[str] = set()  # the lanes' first chunks, whose trips include starting their workers
 
     def first(self) -> list[BatchTask]:
         """One point for each worker, at evenly spaced positions (the first measures the point time)."""
@@ -69,7 +70,9 @@ class Lanes:
             at = max(lo, self._snap((i * n) // self.workers, half, lo))
             if at < n:
                 starts.append(at)
-        return [self._chunk(s, 1) for s in starts]
+        out = [self._chunk(s, 1) for s in starts]
+        self._firsts = {b.key for b in out}
+        return out
 
     def follow(self, done: BatchTask, row: dict[str, Any] | None) -> BatchTask | None:
         """The chunk for the worker that finished ``done`` (``row``: its result, ``{"rows": [...]}``, or None
@@ -84,7 +87,7 @@ class Lanes:
                 self._seconds += float(s)
                 busy += float(s)
         flight = (row or {}).get("in_flight_s")  # the runner's measure (``run_dynamic``)
-        if isinstance(flight, (int, float)) and math.isfinite(flight):
+        if isinstance(flight, (int, float)) and math.isfinite(flight) and done.key not in self._firsts:
             self._trips.append(max(0.0, float(flight) - busy))
         if not self.left:
             return None
@@ -103,17 +106,19 @@ class Lanes:
         return min(near, key=lambda f: (abs(f - at), f)) if near else at
 
     def _size(self) -> int:
-        """Points in the next chunk: ``chunk_s`` at the mean point time, at most the points left over twice
-        the workers, at least one, and at least enough for the median round trip to be ``TRIP_SHARE`` of it."""
+        """Points in the next chunk: ``chunk_s`` at the mean point time, and at most the points left over twice
+        the workers, but at least enough for the median round trip to be ``TRIP_SHARE`` of the chunk (never
+        more than ``chunk_s`` of work, whatever a trip took), and at least one."""
         guided = -(-self.left // (2 * self.workers))
         if not self._points:
             return 1
         mean = self._seconds / self._points
         if mean <= 0:
             return guided
-        trip = sorted(self._trips)[len(self._trips) // 2] if self._trips else 0.0
+        aim = max(1, int(self.chunk_s / mean))
+        trip = sorted(self._trips)[(len(self._trips) - 1) // 2] if self._trips else 0.0
         least = math.ceil(trip / TRIP_SHARE / mean - 1e-9)
-        return max(1, least, min(int(self.chunk_s / mean), guided))
+        return max(1, min(aim, max(least, guided)))
 
     def _longest_free_run(self) -> tuple[int, int]:
         """The longest run [a, b) of points not handed out (the first among equals)."""

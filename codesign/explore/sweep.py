@@ -272,7 +272,7 @@ def run_plan(pl: Plan, *, executor: Any = None, workers: int | None = None, out:
             dynamic = count > 1 and len(work) > 1 and hasattr(runner, "run_dynamic")
             if dynamic:
                 # many workers: chunks handed out as workers free up, each worker walking its lane (lanes.py)
-                lanes = Lanes(tasks, family_of, count, sweep_id, order=larger_budgets_first)
+                lanes = Lanes(tasks, family_of, runner.slots(), sweep_id, order=larger_budgets_first)
                 stream = runner.run_dynamic(lanes.first(), lanes.follow)
             else:
                 stream = runner.run(work)  # a failed batch of one point has had its retries (PoolRunner.run)
@@ -298,6 +298,11 @@ def run_plan(pl: Plan, *, executor: Any = None, workers: int | None = None, out:
                         continue
                     for task, row in zip(batch.tasks, result.get("rows") or [result]):
                         record(task, row)
+                # a lane that ended early (no worker could take its chunk) left its points to the others; any
+                # point no lane ran runs alone too
+                held = {t.key for b in alone for t in b.tasks}
+                alone.extend(BatchTask(t.key, (t,), sweep_id) for t in tasks
+                             if t.key not in done and t.key not in held)
                 for batch, result in runner.run(alone) if alone else ():
                     record(batch.tasks[0], (result.get("rows") or [result])[0])
             finally:
