@@ -8,6 +8,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import codesign.explore.lanes as lanes_module
 from codesign.explore.lanes import Lanes
 from codesign.explore.points import PointTask
 
@@ -21,21 +22,33 @@ def _drain(lanes: Lanes, seed: int, point_s: float = 0.05, first=None):
     """Hand out every chunk (after ``first``, the lanes' first ones), finishing the ones in flight in a random
     order; return the chunks per lane."""
     rnd = random.Random(seed)
-    flight = list(enumerate(lanes.first() if first is None else first))
-    out: dict[int, list] = {i: [b] for i, b in flight}
+    first = lanes.first() if first is None else first
+    out: dict[int, list] = {lane: list(chunks) for lane, chunks in enumerate(first)}
+    flight = [(lane, b) for lane, chunks in enumerate(first) for b in chunks[:1]]  # a lane runs its chunks in turn
+    queued = {lane: list(chunks[1:]) for lane, chunks in enumerate(first)}
     while flight:
         lane, b = flight.pop(rnd.randrange(len(flight)))
         nxt = lanes.follow(b, {"rows": [{"wall_s": point_s} for _ in b.tasks]})
         if nxt is not None:
-            flight.append((lane, nxt))
+            queued[lane].append(nxt)
             out[lane].append(nxt)
+        if queued[lane]:
+            flight.append((lane, queued[lane].pop(0)))
     return out
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(1, 12), min_size=1, max_size=10), st.integers(1, 5), st.integers(0, 10**6),
-       st.sampled_from([0.001, 0.05, 1.0]))
-def test_every_point_is_handed_out_once_in_runs_of_the_plan_order(sizes, workers, seed, point_s):
+       st.sampled_from([0.001, 0.05, 1.0]), st.sampled_from([1, 2, 3]))
+def test_every_point_is_handed_out_once_in_runs_of_the_plan_order(sizes, workers, seed, point_s, depth):
+    lanes_module.DEPTH, depth = depth, lanes_module.DEPTH
+    try:
+        _handed_out_once(sizes, workers, seed, point_s)
+    finally:
+        lanes_module.DEPTH = depth
+
+
+def _handed_out_once(sizes, workers, seed, point_s):
     tasks, family = _tasks(sizes)
     lanes = Lanes(tasks, lambda t: family[t.key], workers, sweep="s")
     pos = {t.key: i for i, t in enumerate(lanes.seq)}
@@ -51,14 +64,15 @@ def test_every_point_is_handed_out_once_in_runs_of_the_plan_order(sizes, workers
     assert [family[t.key] for t in lanes.seq] == sorted(family[t.key] for t in tasks)
 
 
-def test_lanes_start_at_families_and_walk_on_until_they_meet():
+def test_lanes_start_at_families_and_walk_on_until_they_meet(monkeypatch):
     """Five families of ten on two workers (ResNet-50's grid): the lanes start at the first points of the
     families nearest the even split, each continues where it ended, and only where they meet is a family
     shared."""
+    monkeypatch.setattr(lanes_module, "DEPTH", 1)
     tasks, family = _tasks([10] * 5)
     lanes = Lanes(tasks, lambda t: family[t.key], 2)
     first = lanes.first()
-    assert [family[b.key] for b in first] == [0, 2] and all(b.key.endswith("p0") for b in first)
+    assert [[b.key for b in chunks] for chunks in first] == [["f0p0"], ["f2p0"]]
     out = _drain(lanes, seed=1, first=first)
     for bs in out.values():
         ends = [lanes._start[b.key] for b in bs]
@@ -69,15 +83,16 @@ def test_lanes_start_at_families_and_walk_on_until_they_meet():
     assert len(by_lane[0] & by_lane[1]) <= 1 and shared == set(range(5))
 
 
-def test_chunks_aim_at_the_chunk_time_and_shrink_towards_the_end():
+def test_chunks_aim_at_the_chunk_time_and_shrink_towards_the_end(monkeypatch):
+    monkeypatch.setattr(lanes_module, "DEPTH", 2)
     tasks, family = _tasks([100])
     lanes = Lanes(tasks, lambda t: family[t.key], 2, chunk_s=0.2)
     first = lanes.first()
-    assert [len(b.tasks) for b in first] == [1, 1]  # no point time known yet
-    nxt = lanes.follow(first[0], {"rows": [{"wall_s": 0.01}]})
-    assert len(nxt.tasks) == 20  # 0.2 s at 10 ms a point
+    assert [len(b.tasks) for chunks in first for b in chunks] == [1, 1, 1, 1]  # no point time known yet
+    nxt = lanes.follow(first[0][0], {"rows": [{"wall_s": 0.01}]})
+    assert len(nxt.tasks) == 20 and lanes._start[nxt.key] == 2  # 0.2 s at 10 ms a point, after the lane's last
     sizes = [len(nxt.tasks)]
-    flight = [first[1], nxt]
+    flight = [first[0][1], first[1][0], first[1][1], nxt]
     while flight:
         b = flight.pop(0)
         n = lanes.follow(b, {"rows": [{"wall_s": 0.01}] * len(b.tasks)})
@@ -114,7 +129,7 @@ def test_a_lane_runs_on_one_worker_and_a_dead_worker_is_replaced():
     runner = PoolRunner(2, fn=_pid_of)
     rows = {}
     try:
-        for t, row in runner.run_dynamic([task(0), task(1)], lambda t, row: task(lane_of[t.key])):
+        for t, row in runner.run_dynamic([[task(0), task(0)], [task(1)]], lambda t, row: task(lane_of[t.key])):
             rows[t.key] = row
     finally:
         runner.close()
@@ -126,20 +141,23 @@ def test_a_lane_runs_on_one_worker_and_a_dead_worker_is_replaced():
     assert pids["a0"] != pids["b0"]
 
 
-def test_chunks_are_many_round_trips_long_however_few_points_are_left():
+def test_chunks_are_many_round_trips_long_however_few_points_are_left(monkeypatch):
     """Where a round trip is long against a point (Dask: 4 ms trips, 10 ms points), a chunk is at least ten
     round trips of points, even at the end; but never more than ``chunk_s`` of work, however long a trip
     took; and a lane's first trip (which starts its worker) is not counted."""
-    tasks, family = _tasks([12])
+    monkeypatch.setattr(lanes_module, "DEPTH", 2)
+    tasks, family = _tasks([30])
     lanes = Lanes(tasks, lambda t: family[t.key], 1, chunk_s=0.2)
-    (a,) = lanes.first()
+    ((a, b),) = lanes.first()
     c = lanes.follow(a, {"rows": [{"wall_s": 0.01}], "in_flight_s": 9.0})  # a worker's start: not a trip
-    assert len(c.tasks) == 6  # the end's share: eleven points over twice one worker
-    d = lanes.follow(c, {"rows": [{"wall_s": 0.01}] * 6, "in_flight_s": 0.06 + 0.0035})  # a trip of 3.5 ms
-    assert lanes.left + len(d.tasks) == 5 and len(d.tasks) == 4  # 3.5 ms is a tenth of 4 points, not of 3
+    assert len(c.tasks) == 14  # the end's share: 28 points over twice one worker
+    d = lanes.follow(b, {"rows": [{"wall_s": 0.01}], "in_flight_s": 9.0})  # a first chunk too
+    assert len(d.tasks) == 7 and lanes.left == 7
+    e = lanes.follow(c, {"rows": [{"wall_s": 0.01}] * 14, "in_flight_s": 0.14 + 0.0055})  # a trip of 5.5 ms
+    assert len(e.tasks) == 6  # 5.5 ms is a tenth of six points; the end's share alone would be four
     tasks, family = _tasks([100])
     capped = Lanes(tasks, lambda t: family[t.key], 1, chunk_s=0.2)
-    (a,) = capped.first()
+    ((a, _),) = capped.first()
     c = capped.follow(a, {"rows": [{"wall_s": 0.05}], "in_flight_s": 9.0})
     assert len(c.tasks) == 4  # 0.2 s at 50 ms a point
     d = capped.follow(c, {"rows": [{"wall_s": 0.05}] * 4, "in_flight_s": 0.2 + 1.0})  # a trip of a second

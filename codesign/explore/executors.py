@@ -8,9 +8,10 @@ given another module-level function that takes a task with a ``key`` and returns
 Pyomo crashes when two solves run in threads of one process, so pool workers and Dask workers run
 one point at a time (a lock in ``run_point`` guards the case of a multi-threaded Dask worker too).
 
-With more than one worker a sweep hands its points out as workers free up, each worker walking its own lane
-of neighbouring points (``lanes.Lanes``, ``run_dynamic``): the local pool then runs a pool of one process
-per lane, and Dask pins each lane to one worker.
+On the local pool with more than one worker, a sweep hands its points out as workers free up, each worker
+walking its own lane of neighbouring points (``lanes.Lanes``, ``PoolRunner.run_dynamic``: a pool of one
+process per lane). Dask runs the batches planned ahead (``points.batches``): there a chunk's round trip
+through the scheduler cost more than the lanes saved.
 
 The local pool starts its workers from a fork server that has imported codesign once (workers start in
 milliseconds, and never inherit a HiGHS that has already run in the parent), and is kept for the next
@@ -256,13 +257,15 @@ class PoolRunner:
             self._ex = None
             yield t, row
 
-    def run_dynamic(self, first: Sequence[Task], follow: Callable[[Task, Row | None], Task | None]
+    def run_dynamic(self, first: Sequence[Sequence[Task]], follow: Callable[[Task, Row | None], Task | None]
                     ) -> Iterator[tuple[Task, Row]]:
-        """Run ``first`` (a task per worker, each on a pool of one worker of its own: a lane), and after each
-        task the one ``follow(task, row)`` gives (None: none) on the same lane, submitted before the row is
-        yielded: the worker that ran a task runs the one that follows it (``lanes.Lanes``), whatever else
-        finishes meanwhile. A task whose worker died comes back as a row without ``rows`` (the caller runs its
-        points again, with ``run``), and its lane gets a new worker for the tasks that follow."""
+        """Run ``first`` (per lane, its first tasks, each lane on a pool of one worker of its own), and after
+        each task the one ``follow(task, row)`` gives (None: none) on the same lane, submitted before the row
+        is yielded: a lane's worker runs its tasks in order (``lanes.Lanes``), whatever else finishes
+        meanwhile, and with two in flight it does not wait for the driver between them. Each row gets
+        ``in_flight_s``: from its task's submission, or the lane's task before it finishing if later, to its
+        own end. A task whose worker died comes back as a row without ``rows`` (the caller runs its points
+        again, with ``run``), and its lane gets a new worker for the tasks that follow."""
         from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
@@ -280,8 +283,9 @@ class PoolRunner:
             return False  # the lane ends here; its task comes back without rows
 
         broke = False
-        lost = [t for lane, t in enumerate(first) if not submit(lane, t)]
+        lost = [t for lane, ts in enumerate(first) for t in ts if not submit(lane, t)]
         yield from ((t, error_row("no worker process could take this batch")) for t in lost)
+        free_at = [0.0] * len(pools)  # when each lane's last task ended
         while futures:
             done, _ = wait(futures, return_when=FIRST_COMPLETED)
             back = []
@@ -294,7 +298,9 @@ class PoolRunner:
                     row = error_row("a worker process died while this batch was pending")
                 except Exception as e:
                     row = error_row(f"{type(e).__name__}: {e}")
-                row["in_flight_s"] = time.perf_counter() - sent
+                now = time.perf_counter()
+                row["in_flight_s"] = now - max(sent, free_at[lane])
+                free_at[lane] = now
                 nxt = follow(t, row)
                 back.append((t, row))
                 if nxt is not None and not submit(lane, nxt):  # before the rows are recorded: its worker idles
@@ -374,44 +380,6 @@ class DaskRunner:
                 yield t, row
         finally:
             self.client.cancel([f for f in futures if not f.done()])
-
-    def run_dynamic(self, first: Sequence[Task], follow: Callable[[Task, Row | None], Task | None]
-                    ) -> Iterator[tuple[Task, Row]]:
-        """As ``PoolRunner.run_dynamic``: ``first``, a task per lane, then after each task the one ``follow``
-        gives, submitted before the row is yielded to the worker that ran the task before it (each lane is
-        pinned to one worker, ``workers=``; loosely, so that a lane whose worker left runs elsewhere, and
-        Dask's work stealing may still move a task to an idle worker)."""
-        from dask.distributed import as_completed
-
-        slots = sorted(self.client.nthreads()) or [None]  # one lane a worker process: solves take turns in one
-        futures: dict[Any, tuple[Any, Task, float]] = {}
-
-        def submit(where: Any, t: Task) -> Any:
-            pin = {"workers": [where], "allow_other_workers": True} if where is not None else {}
-            f = self.client.submit(self.fn, t, pure=False, **pin)
-            futures[f] = (where, t, time.perf_counter())
-            return f
-
-        done = as_completed([submit(slots[i % len(slots)], t) for i, t in enumerate(first)])
-        try:
-            for f in done:
-                where, t, sent = futures.pop(f)
-                try:
-                    row = f.result()
-                except Exception as e:
-                    row = error_row(f"{type(e).__name__}: {e}")
-                row["in_flight_s"] = time.perf_counter() - sent
-                nxt = follow(t, row)
-                if nxt is not None:
-                    done.add(submit(where, nxt))
-                yield t, row
-        finally:
-            self.client.cancel([f for f in futures if not f.done()])
-
-    def slots(self) -> int:
-        """How many lanes ``run_dynamic`` can keep busy: the cluster's worker processes (a process solves one
-        point at a time, whatever its threads)."""
-        return max(1, len(self.client.nthreads()))
 
     def close(self) -> None:
         if self._owned:

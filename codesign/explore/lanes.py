@@ -15,7 +15,7 @@ worker starts at the middle of the longest run of points nobody has taken (or at
 walks into it). A chunk's size aims at ``CHUNK_S`` of work at the mean point time so far, and is at most the
 points left over twice the workers, so the lanes end together (guided self-scheduling), unless that would
 make its round trip more than ``TRIP_SHARE`` of it. Each chunk is one task, and a lane's chunks run on one
-worker (``executors.PoolRunner.run_dynamic``, ``DaskRunner.run_dynamic``).
+worker (``executors.PoolRunner.run_dynamic``), ``DEPTH`` of them handed to it at once.
 """
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ from .points import BatchTask, PointTask
 #: The work a chunk aims at (s; our calibration): a chunk costs a round trip to its worker (about 1 ms on the
 #: local pool, 4 ms on Dask), during which that worker waits.
 CHUNK_S = 0.2
+#: Chunks a lane has handed to its worker at once (our calibration). Two spare a worker the round trip between
+#: chunks, but a chunk waiting at a worker can no longer go to one that frees up first: on ResNet-50's grid,
+#: two left the workers 0.3-0.5 s apart at the end, one within 0.07 s.
+DEPTH = 1
 #: The most of a chunk's time its round trip may take (our calibration): chunks are made at least this many
 #: round trips long, however few points are left (the quickstart on Dask: 4 ms trips, 10 ms points).
 TRIP_SHARE = 0.1
@@ -54,14 +58,16 @@ class Lanes:
         self.taken = [False] * len(self.seq)
         self.left = len(self.seq)
         self._start: dict[str, int] = {}  # a chunk's key -> its first point's position
-        self._in_flight: set[int] = set()  # the positions just after the chunks handed out and not finished
+        self._lane: dict[str, int] = {}  # a chunk's key -> its lane
+        self._end: dict[int, int] = {}  # a lane -> the position after its last chunk handed out
         self._points = 0  # points finished, and their summed time (s), for the mean point time
         self._seconds = 0.0
         self._trips: list[float] = []  # each chunk's round trip (s): its time in flight less its points' time
         self._firsts: set[str] = set()  # the lanes' first chunks, whose trips include starting their workers
 
-    def first(self) -> list[BatchTask]:
-        """One point for each worker, at evenly spaced positions (the first measures the point time)."""
+    def first(self) -> list[list[BatchTask]]:
+        """Per lane, its first ``DEPTH`` chunks of one point each, the lanes at evenly spaced positions (moved
+        to a family's first point within half a lane): the first chunks measure the point time."""
         n = len(self.seq)
         half = n / (2 * self.workers)  # half a lane: how far a start moves to a family's first point
         starts: list[int] = []
@@ -70,15 +76,19 @@ class Lanes:
             at = max(lo, self._snap((i * n) // self.workers, half, lo))
             if at < n:
                 starts.append(at)
-        out = [self._chunk(s, 1) for s in starts]
-        self._firsts = {b.key for b in out}
+        out = [[self._chunk(s, 1, lane)] for lane, s in enumerate(starts)]
+        for _ in range(DEPTH - 1):
+            for lane, chunks in enumerate(out):
+                nxt = self._next(lane, 1)
+                if nxt is not None:
+                    chunks.append(nxt)
+        self._firsts = {b.key for chunks in out for b in chunks}
         return out
 
     def follow(self, done: BatchTask, row: dict[str, Any] | None) -> BatchTask | None:
-        """The chunk for the worker that finished ``done`` (``row``: its result, ``{"rows": [...]}``, or None
-        or a row without ``rows`` where it failed as a whole); None once every point is handed out."""
-        at = self._start[done.key] + len(done.tasks)
-        self._in_flight.discard(at)
+        """The next chunk of the lane of ``done``, which finished (``row``: its result, ``{"rows": [...]}``,
+        or None or a row without ``rows`` where it failed as a whole): the chunk after the lane's last one
+        handed out; None once every point is handed out."""
         busy = 0.0
         for r in (row or {}).get("rows") or ():
             s = r.get("wall_s")
@@ -89,14 +99,21 @@ class Lanes:
         flight = (row or {}).get("in_flight_s")  # the runner's measure (``run_dynamic``)
         if isinstance(flight, (int, float)) and math.isfinite(flight) and done.key not in self._firsts:
             self._trips.append(max(0.0, float(flight) - busy))
+        return self._next(self._lane[done.key], self._size())
+
+    def _next(self, lane: int, size: int) -> BatchTask | None:
+        """The chunk of ``size`` points after ``lane``'s last one, or, where that point is taken, near the
+        middle of the longest run of points not handed out (at its start where no lane walks into it)."""
         if not self.left:
             return None
+        at = self._end[lane]
         if at < len(self.seq) and not self.taken[at]:
-            return self._chunk(at, self._size())
+            return self._chunk(at, size, lane)
         a, b = self._longest_free_run()
-        # a worker walks into the run from its left: start near its middle, so that both have half
-        start = a if a == 0 or a not in self._in_flight else self._snap(a + (b - a) // 2, (b - a) / 4, a + 1, b)
-        return self._chunk(start, self._size())
+        if not (a and a in self._end.values()):  # no lane goes on into the run: start at its start
+            return self._chunk(a, size, lane)
+        # a lane that ended at a goes on into the run: start near its middle, so that both get half
+        return self._chunk(self._snap(a + (b - a) // 2, (b - a) / 4, a + 1, b), size, lane)
 
     def _snap(self, at: int, within: float, lo: int = 0, hi: int | None = None) -> int:
         """The first point of a family nearest ``at`` (the earlier of two as near), at most ``within`` from it
@@ -132,8 +149,8 @@ class Lanes:
                 a = None
         return best
 
-    def _chunk(self, start: int, size: int) -> BatchTask:
-        """The chunk of up to ``size`` points from ``start``, up to the next point already handed out."""
+    def _chunk(self, start: int, size: int, lane: int) -> BatchTask:
+        """``lane``'s chunk of up to ``size`` points from ``start``, up to the next point already handed out."""
         end = start
         while end < len(self.seq) and end - start < size and not self.taken[end]:
             self.taken[end] = True
@@ -141,5 +158,6 @@ class Lanes:
         self.left -= end - start
         tasks = tuple(self.seq[start:end])
         self._start[tasks[0].key] = start
-        self._in_flight.add(end)
+        self._lane[tasks[0].key] = lane
+        self._end[lane] = end
         return BatchTask(tasks[0].key, tasks, self.sweep)
