@@ -262,7 +262,8 @@ class PoolRunner:
         """Run ``first`` (per lane, its first tasks, each lane on a pool of one worker of its own), and after
         each task the one ``follow(task, row)`` gives (None: none) on the same lane, submitted before the row
         is yielded: a lane's worker runs its tasks in order (``lanes.Lanes``), whatever else finishes
-        meanwhile, and with two in flight it does not wait for the driver between them. Each row gets
+        meanwhile (with more than one in flight, ``lanes.DEPTH``, it does not wait for the driver between
+        them). Each row gets
         ``in_flight_s``: from its task's submission, or the lane's task before it finishing if later, to its
         own end. A task whose worker died comes back as a row without ``rows`` (the caller runs its points
         again, with ``run``), and its lane gets a new worker for the tasks that follow."""

@@ -27,14 +27,14 @@ from typing import Any
 from .points import BatchTask, PointTask
 
 #: The work a chunk aims at (s; our calibration): a chunk costs a round trip to its worker (about 1 ms on the
-#: local pool, 4 ms on Dask), during which that worker waits.
+#: local pool), during which that worker waits.
 CHUNK_S = 0.2
 #: Chunks a lane has handed to its worker at once (our calibration). Two spare a worker the round trip between
 #: chunks, but a chunk waiting at a worker can no longer go to one that frees up first: on ResNet-50's grid,
 #: two left the workers 0.3-0.5 s apart at the end, one within 0.07 s.
 DEPTH = 1
-#: The most of a chunk's time its round trip may take (our calibration): chunks are made at least this many
-#: round trips long, however few points are left (the quickstart on Dask: 4 ms trips, 10 ms points).
+#: The most of a chunk's time its round trip may take (our calibration): however few points are left, a chunk
+#: is at least ten round trips long (where trips are long against points: a loaded driver, cheap points).
 TRIP_SHARE = 0.1
 
 
