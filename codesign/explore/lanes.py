@@ -31,7 +31,7 @@ from .points import BatchTask, PointTask
 CHUNK_S = 0.2
 #: Chunks a lane has handed to its worker at once (our calibration). Two spare a worker the round trip between
 #: chunks, but a chunk waiting at a worker can no longer go to one that frees up first: on ResNet-50's grid,
-#: two left the workers 0.3-0.5 s apart at the end, one within 0.07 s.
+#: two left the workers 0.3-0.5 s apart at the end, one mostly within 0.07 s.
 DEPTH = 1
 #: The most of a chunk's time its round trip may take (our calibration): however few points are left, a chunk
 #: is at least ten round trips long (where trips are long against points: a loaded driver, cheap points).
