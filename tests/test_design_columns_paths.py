@@ -13,6 +13,7 @@ import time
 import numpy as np
 import pytest
 from conftest import ROOT
+from test_design_columns import _fixed_value, _plain, _with_intervals
 
 import codesign.milp.master as master_module
 import codesign.pipeline.solve as solve_module
@@ -33,42 +34,6 @@ LIBRA_RESNET = ROOT / "problems" / "libra" / "resnet50_3d.yaml"
 LIBRA_GPT3 = ROOT / "problems" / "libra" / "gpt3_3d.yaml"
 #: the relative margin ``Family.master`` gives a hint's floor over the period it is held against
 HINT_MARGIN = 1e-7
-
-
-def _plain(md, monkeypatch) -> Master:
-    """The master without design columns (as one with more designs than ``DESIGN_COLUMNS_MAX`` is built)."""
-    with monkeypatch.context() as mp:
-        mp.setattr(master_module, "DESIGN_COLUMNS_MAX", 0)
-        m = Master(md)
-    assert m.designs is None
-    return m
-
-
-def _with_intervals(plain: Master) -> Master:
-    """``plain`` with every interval cut that any design of its catalog violates (``interval_cuts`` at T = 0):
-    what the floors fold in as Jackson's bound at each design."""
-    for combo in itertools.product(*(range(len(plain.space[r])) for r in plain.sized)):
-        plain.interval_cuts(dict(zip(plain.sized, combo)), 0.0, max_cuts=10**6)
-    return plain
-
-
-def _fixed_value(master: Master, choice: dict[str, int]) -> float | None:
-    """The master's optimum with y fixed at ``choice`` (None: infeasible), y released after."""
-    y = master.model.y
-    for r in master.sized:
-        for o in range(len(master.space[r])):
-            if not y[r, o].fixed:
-                y[r, o].fix(1.0 if o == choice[r] else 0.0)
-    try:
-        master.compiled = None  # fixed columns are compiled as constants
-        s = master.solve(SPEC, 30.0)
-        return s.objective if s.status == "optimal" else None
-    finally:
-        for r in master.sized:
-            for o in range(len(master.space[r])):
-                if (r, o) not in master.ruled_out:
-                    y[r, o].unfix()
-        master.compiled = None
 
 
 def _key(choice: dict[str, int]) -> tuple:

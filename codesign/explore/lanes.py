@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .points import BatchTask, PointTask
+from .points import BatchTask, PointTask, family_groups
 
 #: The work a chunk aims at (s; our calibration): a chunk costs a round trip to its worker (about 1 ms on the
 #: local pool), during which that worker waits.
@@ -43,12 +43,7 @@ class Lanes:
 
     def __init__(self, tasks: Sequence[PointTask], family_of: Callable[[PointTask], Any], workers: int,
                  sweep: str = "", order: Callable[[PointTask], Any] | None = None, chunk_s: float = CHUNK_S) -> None:
-        groups: dict[Any, list[PointTask]] = {}
-        for t in tasks:
-            groups.setdefault(family_of(t), []).append(t)
-        if order is not None:
-            for g in groups.values():
-                g.sort(key=order)
+        groups = family_groups(tasks, family_of, order)
         self.seq: list[PointTask] = [t for g in groups.values() for t in g]
         #: the position of each family's first point
         self._families = list(itertools.accumulate((len(g) for g in groups.values()), initial=0))[:-1]

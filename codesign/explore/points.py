@@ -9,7 +9,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,6 +163,19 @@ def larger_budgets_first(task: PointTask) -> tuple[float, float]:
 SETUP = 4.0
 
 
+def family_groups(tasks: Sequence[PointTask], family_of: Callable[[PointTask], Any],
+                  order: Callable[[PointTask], Any] | None = None) -> dict[Any, list[PointTask]]:
+    """The tasks by family (``family_of``), families in the order they first appear, each family's tasks in
+    their order in ``tasks`` or sorted by ``order`` (a key)."""
+    groups: dict[Any, list[PointTask]] = {}
+    for t in tasks:
+        groups.setdefault(family_of(t), []).append(t)
+    if order is not None:
+        for group in groups.values():
+            group.sort(key=order)
+    return groups
+
+
 def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], workers: int, setup: float = SETUP,
             order: Callable[[PointTask], Any] | None = None, sweep: str = "") -> list[BatchTask]:
     """The tasks in batches (``family_of(task)``: a hashable guess at a task's family, checked by the
@@ -179,12 +192,7 @@ def batches(tasks: list[PointTask], family_of: Callable[[PointTask], Any], worke
     setups each), not all five (25 + 5).
     A family's points keep their order in ``tasks``, or are sorted by ``order`` (a key; the sweep's is
     ``larger_budgets_first``); its parts are runs of that order. ``sweep``: the sweep's name (``BatchTask``)."""
-    groups: dict[Any, list[PointTask]] = {}
-    for t in tasks:
-        groups.setdefault(family_of(t), []).append(t)
-    if order is not None:
-        for group in groups.values():
-            group.sort(key=order)
+    groups = family_groups(tasks, family_of, order)
     w = max(1, workers)
 
     def cut(parts: dict[Any, int]) -> list[BatchTask]:
