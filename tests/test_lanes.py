@@ -142,7 +142,7 @@ def test_a_lane_runs_on_one_worker_and_a_dead_worker_is_replaced():
 
 
 def test_chunks_are_many_round_trips_long_however_few_points_are_left(monkeypatch):
-    """Where a round trip is long against a point (Dask: 4 ms trips, 10 ms points), a chunk is at least ten
+    """Where a round trip is long against a point (a loaded driver, cheap points), a chunk is at least ten
     round trips of points, even at the end; but never more than ``chunk_s`` of work, however long a trip
     took; and a lane's first trip (which starts its worker) is not counted."""
     monkeypatch.setattr(lanes_module, "DEPTH", 2)

@@ -122,10 +122,20 @@ def _forget_pools() -> None:
 os.register_at_fork(after_in_child=_forget_pools)
 
 
+def _kept() -> list[Any]:
+    """Every pool in ``_warm`` (a pool, or a list of lane pools, a key); call holding ``_warm_lock``."""
+    return [ex for v in _warm.values() for ex in (v if isinstance(v, list) else [v])]
+
+
+def _sound(ex: Any) -> bool:
+    """Whether a kept pool can run tasks: not broken, not shut down."""
+    return not getattr(ex, "_broken", False) and not getattr(ex, "_shutdown_thread", False)
+
+
 def shutdown_pools() -> None:
     """End the pools kept between sweeps (``PoolRunner``); the next sweep starts a new one."""
     with _warm_lock:
-        pools = [ex for v in _warm.values() for ex in (v if isinstance(v, list) else [v])]
+        pools = _kept()
         _warm.clear()
     for ex in pools:
         ex.shutdown(wait=True)
@@ -168,7 +178,7 @@ class PoolRunner:
             return self._start()
         with _warm_lock:
             ex = _warm.pop(self.workers, None)
-        if ex is not None and not getattr(ex, "_broken", False) and not getattr(ex, "_shutdown_thread", False):
+        if ex is not None and _sound(ex):
             return ex
         if ex is not None:
             ex.shutdown(wait=False, cancel_futures=True)
@@ -184,7 +194,7 @@ class PoolRunner:
                 p.shutdown(wait=True)
             return
         with _warm_lock:
-            old = [p for v in _warm.values() for p in (v if isinstance(v, list) else [v])]
+            old = _kept()
             _warm.clear()
             _warm[self.workers if key is None else key] = ex
         for other in old:  # one pool kept in all: idle workers hold their last sweep's families
@@ -199,8 +209,7 @@ class PoolRunner:
         if self.keep:
             with _warm_lock:
                 kept = _warm.pop(("lanes", n), None)
-            if kept is not None and all(not getattr(p, "_broken", False) and not getattr(p, "_shutdown_thread", False)
-                                        for p in kept):
+            if kept is not None and all(_sound(p) for p in kept):
                 return kept
             for p in kept or ():
                 p.shutdown(wait=False, cancel_futures=True)

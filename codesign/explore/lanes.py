@@ -5,8 +5,8 @@ and its last answers as hints for the next family (``points.run_batch``). Both s
 next point is the neighbour of its last one: the same family, or the next bandwidth. Planning the batches
 before the sweep (``points.batches``) cannot know which worker runs which batch, nor how long a family will
 take (ResNet-50's ACE families differ twofold), so on two workers it gave one worker every other family and
-cut one family between them: 107 master solves and 76 replays for the 50-point ResNet-50 grid, against 78
-and 48 in one process (BENCHMARKS.md, "Lanes").
+cut one family between them: 98-107 master solves and 68-76 replays for the 50-point ResNet-50 grid, against
+78 and 48 in one process; lanes make 85-92 and 55-61 (BENCHMARKS.md, "Lanes").
 
 ``Lanes`` orders the points as the plan does (a family's points together, larger budgets first; families in
 the order they first appear), starts the workers at evenly spaced points, and, each time a worker finishes a
@@ -91,8 +91,9 @@ class Lanes:
                 self._points += 1
                 self._seconds += float(s)
                 busy += float(s)
-        flight = (row or {}).get("in_flight_s")  # the runner's measure (``run_dynamic``)
-        if isinstance(flight, (int, float)) and math.isfinite(flight) and done.key not in self._firsts:
+        flight = (row or {}).get("in_flight_s")  # the runner's measure (``run_dynamic``); not of a failed chunk
+        if (isinstance(flight, (int, float)) and math.isfinite(flight) and done.key not in self._firsts
+                and (row or {}).get("rows")):
             self._trips.append(max(0.0, float(flight) - busy))
         return self._next(self._lane[done.key], self._size())
 

@@ -63,6 +63,13 @@ HEURISTICS = {"mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False,
               "mip_heuristic_run_root_reduced_cost": False, "mip_heuristic_run_feasibility_jump": False}
 
 
+def set_time_limit(h: Any, left_s: float, lp: bool) -> None:
+    """Give the next run of the Highs ``h`` ``left_s`` seconds (at least 10 ms). HiGHS's clock runs on across
+    the runs of one Highs: a MIP's limit counts from its own start, an LP's from the clock's (highspy 1.16),
+    so an LP's limit gets the clock added."""
+    h.setOptionValue("time_limit", max(0.01, left_s) + (h.getRunTime() if lp else 0.0))
+
+
 def reset_scheduler() -> None:
     """Drop HiGHS's thread pool. HiGHS keeps one per process, sized by the first solve; a later solve that
     asks for another number of threads fails (a solve through Pyomo that names none takes every core), so
@@ -591,9 +598,7 @@ class CompiledModel:
         integer, nb, free = self._counts()
 
         def limit(left: float) -> None:
-            # HiGHS's clock runs on across runs: a MIP's limit counts from its own start, an LP's from the
-            # clock's (highspy 1.16), so a pure LP on a Highs that has run before gets the clock added
-            h.setOptionValue("time_limit", max(0.01, left) + (0.0 if integer else h.getRunTime()))
+            set_time_limit(h, left, lp=not integer)
         limit(float(time_limit_s))
         h.setOptionValue("mip_rel_gap", float(spec.mip_gap if gap is None else gap))
         h.setOptionValue("threads", int(spec.threads))

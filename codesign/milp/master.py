@@ -66,7 +66,7 @@ from ..platform.network import key as net_key
 from ..platform.pools import sram_need
 from ..problem.model import SolverSpec
 from .data import TIME_UNIT, ModelData, Term
-from .highs import CompiledModel, SolveStats
+from .highs import CompiledModel, SolveStats, set_time_limit
 from .lateness import Shape, instance, separable
 
 #: A relative tolerance for "this cut is violated" (the master's T is in microseconds).
@@ -284,7 +284,7 @@ class Master:
             left = deadline - time.perf_counter()
             if left <= 0:
                 break
-            h.setOptionValue("time_limit", h.getRunTime() + left)  # HiGHS's clock runs on across runs
+            set_time_limit(h, left, lp=True)
             fix = np.concatenate([(np.arange(len(cols)) == self.designs[d, j]).astype(float)
                                   for j, cols in enumerate(ycols)])
             h.changeColsBounds(len(yc), yc, fix, fix)
@@ -355,14 +355,21 @@ class Master:
 
     def floor_at(self, choice: dict[str, int]) -> float | None:
         """The least period (us) the master allows at the design ``choice`` as far as its floors know (its
-        relaxation, Jackson's bound, the evaluations covering it; docs/formulation.md 3.7), or None where it
-        has none (no design columns, no floor computed yet, or a design outside its columns)."""
+        relaxation, Jackson's bound, the evaluations covering it; docs/formulation.md 3.7; inf where its
+        relaxation is infeasible), or None where it has none (no design columns, no floor computed yet, or a
+        design outside its columns)."""
         if self.designs is None or self._floored is None:
             return None
         d = self._design_index.get(tuple(choice[r] for r in self.sized))
         if d is None or np.isnan(self.relaxed[d]):
             return None
         return float(self._floors()[d])
+
+    def _open(self) -> np.ndarray:
+        """Per design, whether its column is open: not held at 0 by its bound (over a budget, dead, or a hook's
+        ``setub(0)``) nor fixed (a hook's ``fix(0)``)."""
+        design = self.model.design
+        return np.array([not design[d].fixed and design[d].ub != 0 for d in range(len(self.designs))], dtype=bool)
 
     def _region(self, choice: dict[str, int], plateau: frozenset[str]) -> np.ndarray:
         """The designs (indices into ``designs``) equal to ``choice`` but for larger options in ``plateau``."""
@@ -550,9 +557,7 @@ class Master:
         it, and repairs or drops one the rows added since break."""
         if self.designs is None or self._floored is None or self._completion is None:
             return
-        ok = self.fits & ~self.excluded & ~np.isnan(self._completion[:, 0])
-        design = self.model.design
-        ok &= np.array([design[d].ub != 0 for d in range(len(self.designs))])  # not held at 0 by a hook
+        ok = self.fits & ~self.excluded & ~np.isnan(self._completion[:, 0]) & self._open()
         if cap_us is not None:
             ok &= self._floored <= cap_us
         idx = np.flatnonzero(ok)
@@ -622,8 +627,8 @@ class Master:
         if self.designs is not None and self._floored is not None:
             # designs whose floor is above T cannot be on it: held at 0, so that the LP cannot mix them in
             # (beyond HiGHS's feasibility tolerance, which the row T <= T_us is allowed, and then some)
-            out = [d for d in np.flatnonzero(self.fits & (self._floored > T_us + 1e-9 + 10 * c.tolerance))
-                   if m.design[int(d)].ub == 1.0]  # (not one a hook held at 0: its bound is restored to 1)
+            out = np.flatnonzero(self.fits & (self._floored > T_us + 1e-9 + 10 * c.tolerance) & self._open())
+            # (not one a hook holds at 0: its bound is restored to 1)
             above = np.array([c.col[id(m.design[int(d)])] for d in out], dtype=np.int32)
             if len(above):
                 c.h.changeColsBounds(len(above), above, np.zeros(len(above)), np.zeros(len(above)))

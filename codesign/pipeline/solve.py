@@ -274,8 +274,8 @@ class Family:
             # answer (nor one whose floor misses the target): its replay would prove nothing the master needs
             floor = master.floor_at(c)
             cap = best if master.objective == "iteration_time" else master.time_target_us
-            if floor is not None and cap is not None and floor > cap * (1 + 1e-7):
-                continue
+            if floor is not None and (floor == math.inf or (cap is not None and floor > cap * (1 + 1e-7))):
+                continue  # (inf: the master rules the design out)
             ev, _, _ = evaluate(c)  # once for the family: the evaluator keeps its replays
             best = min(best, ev.period_us)
         search.visits.extend(Visit(*r) for r in self.replays.values() if fits_budgets(md.problem, r[0].choice))
