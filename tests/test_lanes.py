@@ -139,26 +139,3 @@ def test_a_lane_runs_on_one_worker_and_a_dead_worker_is_replaced():
     assert len({pids[k] for k in seq[0]}) == 1  # lane a: one worker throughout
     assert len({pids[k] for k in ("b0", "b1", "b2")}) == 1 and pids["b4"] == pids["b5"] != pids["b0"]
     assert pids["a0"] != pids["b0"]
-
-
-def test_chunks_are_many_round_trips_long_however_few_points_are_left(monkeypatch):
-    """Where a round trip is long against a point (a loaded driver, cheap points), a chunk is at least ten
-    round trips of points, even at the end; but never more than ``chunk_s`` of work, however long a trip
-    took; and a lane's first trip (which starts its worker) is not counted."""
-    monkeypatch.setattr(lanes_module, "DEPTH", 2)
-    tasks, family = _tasks([30])
-    lanes = Lanes(tasks, lambda t: family[t.key], 1, chunk_s=0.2)
-    ((a, b),) = lanes.first()
-    c = lanes.follow(a, {"rows": [{"wall_s": 0.01}], "in_flight_s": 9.0})  # a worker's start: not a trip
-    assert len(c.tasks) == 14  # the end's share: 28 points over twice one worker
-    d = lanes.follow(b, {"rows": [{"wall_s": 0.01}], "in_flight_s": 9.0})  # a first chunk too
-    assert len(d.tasks) == 7 and lanes.left == 7
-    e = lanes.follow(c, {"rows": [{"wall_s": 0.01}] * 14, "in_flight_s": 0.14 + 0.0055})  # a trip of 5.5 ms
-    assert len(e.tasks) == 6  # 5.5 ms is a tenth of six points; the end's share alone would be four
-    tasks, family = _tasks([100])
-    capped = Lanes(tasks, lambda t: family[t.key], 1, chunk_s=0.2)
-    ((a, _),) = capped.first()
-    c = capped.follow(a, {"rows": [{"wall_s": 0.05}], "in_flight_s": 9.0})
-    assert len(c.tasks) == 4  # 0.2 s at 50 ms a point
-    d = capped.follow(c, {"rows": [{"wall_s": 0.05}] * 4, "in_flight_s": 0.2 + 1.0})  # a trip of a second
-    assert len(d.tasks) == 4  # still 0.2 s of work

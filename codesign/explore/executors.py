@@ -200,10 +200,6 @@ class PoolRunner:
         for other in old:  # one pool kept in all: idle workers hold their last sweep's families
             other.shutdown(wait=False)
 
-    def slots(self) -> int:
-        """How many lanes ``run_dynamic`` can keep busy: the pool's workers."""
-        return self.workers
-
     def _lane_pools(self, n: int) -> list[Any]:
         """``n`` pools of one worker each (``run_dynamic``): the kept ones if sound (with ``keep``), else new."""
         if self.keep:
@@ -272,20 +268,18 @@ class PoolRunner:
         each task the one ``follow(task, row)`` gives (None: none) on the same lane, submitted before the row
         is yielded: a lane's worker runs its tasks in order (``lanes.Lanes``), whatever else finishes
         meanwhile (with more than one in flight, ``lanes.DEPTH``, it does not wait for the driver between
-        them). Each row gets
-        ``in_flight_s``: from its task's submission, or the lane's task before it finishing if later, to its
-        own end. A task whose worker died comes back as a row without ``rows`` (the caller runs its points
+        them). A task whose worker died comes back as a row without ``rows`` (the caller runs its points
         again, with ``run``), and its lane gets a new worker for the tasks that follow."""
         from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
         self._lanes = pools = self._lane_pools(len(first))
-        futures: dict[Any, tuple[int, Task, float]] = {}
+        futures: dict[Any, tuple[int, Task]] = {}
 
         def submit(lane: int, t: Task) -> bool:
             for _ in range(2):  # a lane whose worker died gets a new one
                 try:
-                    futures[pools[lane].submit(self.fn, t)] = (lane, t, time.perf_counter())
+                    futures[pools[lane].submit(self.fn, t)] = (lane, t)
                     return True
                 except BrokenProcessPool:
                     pools[lane].shutdown(wait=False, cancel_futures=True)
@@ -295,12 +289,11 @@ class PoolRunner:
         broke = False
         lost = [t for lane, ts in enumerate(first) for t in ts if not submit(lane, t)]
         yield from ((t, error_row("no worker process could take this batch")) for t in lost)
-        free_at = [0.0] * len(pools)  # when each lane's last task ended
         while futures:
             done, _ = wait(futures, return_when=FIRST_COMPLETED)
             back = []
             for f in done:
-                lane, t, sent = futures.pop(f)
+                lane, t = futures.pop(f)
                 try:
                     row = f.result()
                 except BrokenProcessPool:
@@ -308,9 +301,6 @@ class PoolRunner:
                     row = error_row("a worker process died while this batch was pending")
                 except Exception as e:
                     row = error_row(f"{type(e).__name__}: {e}")
-                now = time.perf_counter()
-                row["in_flight_s"] = now - max(sent, free_at[lane])
-                free_at[lane] = now
                 nxt = follow(t, row)
                 back.append((t, row))
                 if nxt is not None and not submit(lane, nxt):  # before the rows are recorded: its worker idles

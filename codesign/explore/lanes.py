@@ -13,9 +13,9 @@ the order they first appear), starts the workers at evenly spaced points, and, e
 chunk, gives it the chunk that follows in its lane; once its lane runs into points already handed out, the
 worker starts at the middle of the longest run of points nobody has taken (or at its start, where no worker
 walks into it). A chunk's size aims at ``CHUNK_S`` of work at the mean point time so far, and is at most the
-points left over twice the workers, so the lanes end together (guided self-scheduling), unless that would
-make its round trip more than ``TRIP_SHARE`` of it. Each chunk is one task, and a lane's chunks run on one
-worker (``executors.PoolRunner.run_dynamic``), ``DEPTH`` of them handed to it at once.
+points left over twice the workers, so the lanes end together (guided self-scheduling). Each chunk is one
+task, and a lane's chunks run on one worker (``executors.PoolRunner.run_dynamic``), ``DEPTH`` of them
+handed to it at once.
 """
 from __future__ import annotations
 
@@ -33,9 +33,6 @@ CHUNK_S = 0.2
 #: chunks, but a chunk waiting at a worker can no longer go to one that frees up first: on ResNet-50's grid,
 #: two left the workers 0.3-0.5 s apart at the end, one mostly within 0.07 s.
 DEPTH = 1
-#: The most of a chunk's time its round trip may take (our calibration): however few points are left, a chunk
-#: is at least ten round trips long (where trips are long against points: a loaded driver, cheap points).
-TRIP_SHARE = 0.1
 
 
 class Lanes:
@@ -57,8 +54,6 @@ class Lanes:
         self._end: dict[int, int] = {}  # a lane -> the position after its last chunk handed out
         self._points = 0  # points finished, and their summed time (s), for the mean point time
         self._seconds = 0.0
-        self._trips: list[float] = []  # each chunk's round trip (s): its time in flight less its points' time
-        self._firsts: set[str] = set()  # the lanes' first chunks, whose trips include starting their workers
 
     def first(self) -> list[list[BatchTask]]:
         """Per lane, its first ``DEPTH`` chunks of one point each, the lanes at evenly spaced positions (moved
@@ -77,24 +72,17 @@ class Lanes:
                 nxt = self._next(lane, 1)
                 if nxt is not None:
                     chunks.append(nxt)
-        self._firsts = {b.key for chunks in out for b in chunks}
         return out
 
     def follow(self, done: BatchTask, row: dict[str, Any] | None) -> BatchTask | None:
         """The next chunk of the lane of ``done``, which finished (``row``: its result, ``{"rows": [...]}``,
         or None or a row without ``rows`` where it failed as a whole): the chunk after the lane's last one
         handed out; None once every point is handed out."""
-        busy = 0.0
         for r in (row or {}).get("rows") or ():
             s = r.get("wall_s")
             if isinstance(s, (int, float)) and math.isfinite(s):
                 self._points += 1
                 self._seconds += float(s)
-                busy += float(s)
-        flight = (row or {}).get("in_flight_s")  # the runner's measure (``run_dynamic``); not of a failed chunk
-        if (isinstance(flight, (int, float)) and math.isfinite(flight) and done.key not in self._firsts
-                and (row or {}).get("rows")):
-            self._trips.append(max(0.0, float(flight) - busy))
         return self._next(self._lane[done.key], self._size())
 
     def _next(self, lane: int, size: int) -> BatchTask | None:
@@ -119,19 +107,13 @@ class Lanes:
         return min(near, key=lambda f: (abs(f - at), f)) if near else at
 
     def _size(self) -> int:
-        """Points in the next chunk: ``chunk_s`` at the mean point time, and at most the points left over twice
-        the workers, but at least enough for the median round trip to be ``TRIP_SHARE`` of the chunk (never
-        more than ``chunk_s`` of work, whatever a trip took), and at least one."""
+        """Points in the next chunk: ``chunk_s`` at the mean point time, at most the points left over twice
+        the workers, at least one."""
         guided = -(-self.left // (2 * self.workers))
         if not self._points:
             return 1
         mean = self._seconds / self._points
-        if mean <= 0:
-            return guided
-        aim = max(1, int(self.chunk_s / mean))
-        trip = sorted(self._trips)[(len(self._trips) - 1) // 2] if self._trips else 0.0
-        least = math.ceil(trip / TRIP_SHARE / mean - 1e-9)
-        return max(1, min(aim, max(least, guided)))
+        return max(1, min(int(self.chunk_s / mean), guided)) if mean > 0 else guided
 
     def _longest_free_run(self) -> tuple[int, int]:
         """The longest run [a, b) of points not handed out (the first among equals)."""

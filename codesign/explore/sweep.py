@@ -273,7 +273,7 @@ def run_plan(pl: Plan, *, executor: Any = None, workers: int | None = None, out:
             dynamic = count > 1 and len(work) > 1 and hasattr(runner, "run_dynamic")
             if dynamic:
                 # many workers: chunks handed out as workers free up, each worker walking its lane (lanes.py)
-                lanes = Lanes(tasks, family_of, runner.slots(), sweep_id, order=larger_budgets_first)
+                lanes = Lanes(tasks, family_of, count, sweep_id, order=larger_budgets_first)
                 stream = runner.run_dynamic(lanes.first(), lanes.follow)
             else:
                 stream = runner.run(work)  # a failed batch of one point has had its retries (PoolRunner.run)
