@@ -91,6 +91,7 @@ def _family(task: PointTask) -> Family | None:
     f.hint(_answers)
     if _families:
         f.hint(_families[-1].proposed()[-PROPOSALS_KEPT:])
+        f.adopt(_families[-1])
     _families.append(f)
     del _families[:-FAMILIES_KEPT]
     return f

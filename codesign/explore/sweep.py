@@ -157,16 +157,30 @@ def point_key(problem: Problem, time_limit: float | None = None, extra: Extra | 
     wl = problem.workload
     hit = memo.get(("plain", id(wl))) if memo is not None else None
     if hit is None or hit[0] is not wl:
-        hit = (wl, _plain(wl))  # (the workload kept alive with it, so that its id is not reused)
+        plain = {k: v for k, v in _plain(wl).items() if k not in ("source", "name")}
+        # (the workload kept alive with it, so that its id is not reused)
+        hit = (wl, json.dumps(plain, sort_keys=True, default=repr))
         if memo is not None:
             memo["plain", id(wl)] = hit
-    d = {n: hit[1] if n == "workload" else _plain(getattr(problem, n)) for n in _fields(Problem)}
+    d = {n: _WORKLOAD if n == "workload" else _plain(getattr(problem, n)) for n in _fields(Problem)}
     for k in ("name", "description", "path"):
         d.pop(k, None)
-    d["workload"] = {k: v for k, v in d["workload"].items() if k not in ("source", "name")}
     opts = {"time_limit": time_limit, "extra": _name(extra), "checks": [c.name for c in checks]}
+    # the workload's JSON written once per plan and put in its place: JSON's text of a value is the same
+    # inside a larger one (the same separators, keys sorted at every level), so this is the text of the whole
     text = json.dumps([d, opts], sort_keys=True, default=repr)
+    at = text.split(_WORKLOAD_JSON)
+    if len(at) != 2:  # (a string of the problem's own holds the placeholder: never in practice)
+        d["workload"] = json.loads(hit[1])
+        text = json.dumps([d, opts], sort_keys=True, default=repr)
+    else:
+        text = at[0] + hit[1] + at[1]
     return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+#: What stands for the workload in ``point_key``'s JSON until its own text goes in.
+_WORKLOAD = "\x00workload\x00"
+_WORKLOAD_JSON = json.dumps(_WORKLOAD)
 
 
 def load_document(problem: Problem | str | Path | Mapping) -> tuple[Any, str, dict | None]:

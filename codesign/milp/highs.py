@@ -353,11 +353,20 @@ class CompiledModel:
         """Hand the build's columns, objective and rows to HiGHS, but for the rows held back (``_Held``); return
         the calls made and the rows held."""
         pend, self._pending = self._pending, None
+        self._build = pend  # the build as compiled, for ``rebuild``
+        calls, held = self._record(pend)
+        self._hrows = [int(r) for r in np.flatnonzero(~held.member)]
+        for name, args in calls:
+            if getattr(self.h, name)(*args) == self._error:
+                raise ValueError(f"HiGHS refused the model's {name} (a coefficient out of its range?)")
+        return calls, held
+
+    def _record(self, pend: _Pending) -> tuple[list[tuple[str, tuple]], _Held]:
+        """The calls that hand a build (``pend``) to HiGHS, but for the rows held back (``_Held``), and those rows."""
         n = len(pend.lo)
         held = _Held.of(pend, n, set(pend.integers) | self._structural,
                         HOLD_MIN_ROWS <= len(pend.row_lo) <= HOLD_MAX_ROWS)
         given = np.flatnonzero(~held.member)
-        self._hrows = [int(r) for r in given]
         calls: list[tuple[str, tuple]] = [("addVars", (n, np.array(pend.lo), np.array(pend.hi)))]
         if pend.integers:
             k = len(pend.integers)
@@ -370,10 +379,50 @@ class CompiledModel:
             st, ix, va = _select(pend.starts + [len(pend.index)], pend.index, pend.value, given)
             calls.append(("addRows", (len(given), np.array(pend.row_lo)[given], np.array(pend.row_hi)[given], len(ix),
                                       st[:-1].astype(np.int32), ix.astype(np.int32), va)))
-        for name, args in calls:
-            if getattr(self.h, name)(*args) == self._error:
-                raise ValueError(f"HiGHS refused the model's {name} (a coefficient out of its range?)")
         return calls, held
+
+    def rebuild(self, columns: dict[int, tuple[float, float]], rows: dict[int, Any]) -> None:
+        """Make the build's record (what ``restart`` and ``relaxation`` hand HiGHS) the one a compile of the
+        model as it now stands would make, for a model changed since its build only in the bounds of some
+        columns, ``columns`` ({column: (lo, hi)}), and in the expressions of some of its rows, ``rows`` ({the
+        build's row number: its constraint}, walked again); the same columns in the same order. HiGHS itself
+        is left as it was: ``restart`` hands it the new record. The held rows (``_Held``) an answer needed are
+        given again by the next ``restart``, as they are after a change of budgets, where still held."""
+        calls, ncols, nrows, *_ = self.built
+        b = self._build
+        new = _Pending(lo=list(b.lo), hi=list(b.hi), integers=b.integers, cost=b.cost)
+        for j, (lo, hi) in columns.items():
+            new.lo[j], new.hi[j] = float(lo), float(hi)
+        ends = b.starts[1:] + [len(b.index)]
+        consts = {}
+        for r in range(nrows):
+            con = rows.get(r)
+            if con is None:
+                new.row_lo.append(b.row_lo[r])
+                new.row_hi.append(b.row_hi[r])
+                new.starts.append(len(new.index))
+                new.index.extend(b.index[b.starts[r]:ends[r]])
+                new.value.extend(b.value[b.starts[r]:ends[r]])
+                continue
+            lo, body, hi = con.to_bounded_expression(True)
+            const, cols = self._linear(body)
+            if len(self.vars) != ncols:
+                raise ValueError("a row rebuilt reads a variable the build did not have")
+            new.row_lo.append(-self.inf if lo is None else lo - const)
+            new.row_hi.append(self.inf if hi is None else hi - const)
+            new.starts.append(len(new.index))
+            new.index.extend(cols)
+            new.value.extend(cols.values())
+            consts[id(con)] = (r, const)
+        was = set(self.held.rows[self.held.given].tolist())  # rows an answer needed: given again by ``restart``
+        calls, held = self._record(new)
+        self._build = new
+        self.row_of.update(consts)
+        self.built = (calls, ncols, nrows, held.copy(), *self.built[4:])
+        held.given[:] = np.isin(held.rows, list(was))
+        self.held = held
+        self._start = None
+        self.hint = None
 
     def restart(self, bounds: dict[int, tuple[float | None, float | None]] | None = None,
                 columns: dict[int, tuple[float, float]] | None = None) -> None:

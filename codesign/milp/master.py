@@ -51,10 +51,12 @@ reports is the simulator's.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyomo.environ as pyo
@@ -119,6 +121,19 @@ def nominal_compute_us(md: ModelData) -> list[float]:
             for c in md.iteration.computes]
 
 
+def phase_worst_us(md: ModelData) -> dict[tuple[int, int], float]:
+    """Per phase (k, i), the longest a chunk can take there alone on any design (us): the largest of its link
+    term's and endpoint terms' values over their options (the SRAM gates' big-M values are made of these)."""
+    out = {}
+    for k, dem in enumerate(md.demands):
+        for i in range(len(dem.phase_dims)):
+            worst = max(md.link_term(k, i).coeffs)
+            for t in md.phase_terms(k, i):
+                worst = max(worst, max(t.coeffs))
+            out[k, i] = worst
+    return out
+
+
 #: The most designs the master gives a column each (``Master._design_columns``; our calibration).
 DESIGN_COLUMNS_MAX = 256
 
@@ -163,9 +178,13 @@ class Master:
         self._release_due = self._interval_data() if self.shape is not None else None
 
     # ------------------------------------------------------------------ building blocks
+    def _constant(self, t: Term) -> bool:
+        """Whether the Term does not depend on the choice (no resource, or one of a single option)."""
+        return t.resource is None or t.resource not in self.sized
+
     def lin(self, t: Term):
         """A Term as a linear expression in y (a float when it does not depend on the choice)."""
-        if t.resource is None or t.resource not in self.sized:
+        if self._constant(t):
             return t.coeffs[0]
         return sum(c * self.model.y[t.resource, o] for o, c in enumerate(t.coeffs))
 
@@ -415,19 +434,15 @@ class Master:
         ki = [(k, i) for k in range(len(md.demands)) for i in range(self.nph[k])]
         m.phase_time = pyo.Var(ki, domain=pyo.NonNegativeReals)
         m.phase_bound = pyo.ConstraintList()
-        self.max_phase_us: dict[tuple[int, int], float] = {}
+        self.max_phase_us = phase_worst_us(md)
         for k, i in ki:
-            lt = md.link_term(k, i)  # a constant, or per option of an open dimension's bandwidth
-            link = self.lin(lt)
+            link = self.lin(md.link_term(k, i))  # a constant, or per option of an open dimension's bandwidth
             if isinstance(link, float):
                 m.phase_time[k, i].setlb(max(0.0, link))
             else:
                 m.phase_bound.add(m.phase_time[k, i] >= link)
-            worst = max(lt.coeffs)
             for t in md.phase_terms(k, i):
                 m.phase_bound.add(m.phase_time[k, i] >= self.lin(t))
-                worst = max(worst, max(t.coeffs))
-            self.max_phase_us[k, i] = worst
 
     def traversal(self, k: int):
         """A chunk's least time through all phases of collective k (us, linear in y)."""
@@ -449,7 +464,7 @@ class Master:
 
     def _loads(self, m: pyo.ConcreteModel) -> None:
         """Every dimension, every pool and (ACE) the SRAM must carry one iteration's traffic per period."""
-        md, eng = self.md, self.engine
+        md = self.md
         m.loads = pyo.ConstraintList()
         m.loads.add(m.T >= self.P)
         K = len(md.demands)
@@ -460,17 +475,54 @@ class Master:
                 m.loads.add(m.T >= sum(self.work(k, d) for k in ks))
         for term in md.pool_load_terms():
             m.loads.add(m.T >= self.lin(term))
-        if self.sram is not None:
-            for o, opt in enumerate(eng.options(self.sram)):
-                held = [self.chunks * sram_need(md.demands[k].chunk_bytes, opt.value) / opt.value for k in range(K)]
-                big = sum(h * self._max_traversal(k) for k, h in enumerate(held))
-                if big > 0:
-                    held_us = sum(h * self.traversal(k) for k, h in enumerate(held) if self.nph[k])
-                    m.loads.add(m.T + self._gate(self.sram, o, big) >= held_us)
+        #: the rows whose big-M values are made of ``max_phase_us`` (``rebind`` writes them again), by the key
+        #: ``_gated_row`` takes, in the order of the build
+        self._gated: list[tuple[tuple, Any]] = []
+        for key in self._gates():
+            if key[0] == "hold":
+                self._gated.append((key, m.loads.add(self._gated_row(key))))
+
+    def _gates(self) -> list[tuple]:
+        """The keys of the SRAM's gated rows the build makes: ("hold", o) per SRAM option o whose Little's-law
+        row says something (bytes held), ("waves", k, o) per collective k and option o that passes the SRAM in
+        more than one wave; in the order the build adds them within each of its lists."""
+        if self.sram is None:
+            return []
+        opts = self.engine.options(self.sram)
+        out = [("hold", o) for o, opt in enumerate(opts) if self._held_big(opt.value) > 0]
+        out += [("waves", k, o) for k in range(len(self.md.demands)) if self.nph[k]
+                for o, opt in enumerate(opts) if self._waves(k, opt.value) > 1]
+        return out
+
+    def _held(self, sram_bytes: float) -> list[float]:
+        """Per collective: its chunks' bytes held in an SRAM of ``sram_bytes`` over that SRAM (Little's law)."""
+        return [self.chunks * sram_need(dem.chunk_bytes, sram_bytes) / sram_bytes for dem in self.md.demands]
+
+    def _held_big(self, sram_bytes: float) -> float:
+        return sum(h * self._max_traversal(k) for k, h in enumerate(self._held(sram_bytes)))
+
+    def _gated_row(self, key: tuple):
+        """The gated row ``key`` (``_gates``): the SRAM option's Little's-law load, or a collective's waves."""
+        m = self.model
+        o = key[-1]
+        S = self.engine.options(self.sram)[o].value
+        if key[0] == "hold":
+            held = self._held(S)
+            held_us = sum(h * self.traversal(k) for k, h in enumerate(held) if self.nph[k])
+            return m.T + self._gate(self.sram, o, self._held_big(S)) >= held_us
+        k = key[1]
+        waves = self._waves(k, S)
+        big = waves * self._max_traversal(k)
+        return m.comm_end[k] + self._gate(self.sram, o, big) >= self._release(k) + waves * self.traversal(k)
+
+    def _release(self, k: int):
+        """When collective k is issued: the end of the compute task it follows (us, linear)."""
+        after = self.md.iteration.comms[k].issue_after
+        return self.model.compute_start[after] + self.compute_us[after]
 
     def _cycle(self, m: pyo.ConcreteModel) -> None:
-        """Compute at full speed in program order; each collective at least its span after its release."""
-        md, eng = self.md, self.engine
+        """Compute in program order at full speed; each collective at least its span after its release."""
+        md = self.md
         it = md.iteration
         J, K = len(it.computes), len(it.comms)
         m.compute_start = pyo.Var(range(J), domain=pyo.NonNegativeReals)
@@ -481,17 +533,16 @@ class Master:
         for j in range(J - 1):
             m.cycle.add(m.compute_start[j + 1] >= m.compute_start[j] + p[j])
         m.cycle.add(m.compute_start[0] + m.T >= m.compute_start[J - 1] + p[J - 1])
+        waves: dict[int, list[tuple]] = {}
+        for key in self._gates():
+            if key[0] == "waves":
+                waves.setdefault(key[1], []).append(key)
         for k, c in enumerate(it.comms):
-            release = m.compute_start[c.issue_after] + p[c.issue_after]
+            release = self._release(k)
             for span in self._spans(k):
                 m.cycle.add(m.comm_end[k] >= release + span)
-            if self.sram is not None and self.nph[k]:
-                for o, opt in enumerate(eng.options(self.sram)):
-                    waves = self._waves(k, opt.value)
-                    if waves > 1:
-                        big = waves * self._max_traversal(k)
-                        m.cycle.add(m.comm_end[k] + self._gate(self.sram, o, big)
-                                    >= release + waves * self.traversal(k))
+            for key in waves.get(k, ()):
+                self._gated.append((key, m.cycle.add(self._gated_row(key))))
             shift = m.T if c.next_iteration else 0.0
             m.cycle.add(m.compute_start[c.wait_before] + shift >= m.comm_end[k] + c.delay_s / TIME_UNIT)
 
@@ -606,6 +657,75 @@ class Master:
             self._floored = None
             cols.update({c.col[id(m.design[d])]: (0.0, ub) for d, ub in self._design_bounds()})
         c.restart(bounds, cols)
+
+    def rebind(self, md: ModelData) -> bool:
+        """Make this master the model ``Master(md)`` would build and compile, restarted for ``md``'s budgets
+        (``restart``), where ``md``'s problem differs from the one it was built for only in its topology, in
+        ways that change nothing but link times the design does not choose: a sweep along the bandwidth or
+        latency of a dimension the network does not leave open. Such a model has the same rows and columns,
+        and only these numbers differ: the phase times' lower bounds (their link times) and the big-M values
+        of the SRAM's gated rows (made of the phases' longest times, ``phase_worst_us``). Those are written
+        again, through the same functions the build uses, and HiGHS is given the build's calls with them
+        (``CompiledModel.rebuild``): where a build costs milliseconds of Pyomo, this costs a walk of a few
+        rows. The floors and the cuts go (they hold for the old link times). False, and the master as it was,
+        where ``md`` differs in anything else, or its budgets could not restart this master. Call after the
+        first ``solve`` (it compiles)."""
+        if self.compiled is None or not self._rebinds(md):
+            return False
+        m, c = self.model, self.compiled
+        old_md, old_worst = self.md, self.max_phase_us
+        self.md, self.max_phase_us = md, phase_worst_us(md)
+        if self._gates() != [key for key, _ in self._gated]:  # a Little's-law row says nothing at one of the two
+            self.md, self.max_phase_us = old_md, old_worst
+            return False
+        cols = {}
+        for k, i in m.phase_time:
+            link = md.link_term(k, i)
+            if self._constant(link):
+                v = m.phase_time[k, i]
+                v.setlb(max(0.0, link.coeffs[0]))
+                cols[c.col[id(v)]] = (float(v.lb), c.inf if v.ub is None else float(v.ub))
+        rows = {}
+        for key, con in self._gated:
+            con.set_value(self._gated_row(key))
+            rows[c.row_of[id(con)][0]] = con
+        c.rebuild(cols, rows)
+        self._release_due = self._interval_data() if self.shape is not None else None
+        if self.designs is not None:
+            self.relaxed[:] = np.nan
+            self.jackson[:] = 0.0
+            self.jackson_known[:] = False
+            self._completion = None
+        self.restart(md)
+        return True
+
+    def _rebinds(self, md: ModelData) -> bool:
+        """Whether ``rebind`` can make this master ``md``'s (see there)."""
+        old = self.md
+        po, pn = old.problem, md.problem
+        e = pn.engine
+        same = dataclasses.replace(pn, topology=po.topology, engine=dataclasses.replace(
+            e, area_budget_mm2=po.engine.area_budget_mm2, power_budget_w=po.engine.power_budget_w))
+        if same != po or md.cells != old.cells or len(pn.topology.dims) != len(po.topology.dims):
+            return False
+        m = self.model
+        for name, budget in (("area_budget", e.area_budget_mm2), ("power_budget", e.power_budget_w)):
+            if hasattr(m, name) != (budget is not None):
+                return False
+        if not frozenset(unusable(e)) >= self.ruled_out:
+            return False
+        if len(md.demands) != len(old.demands) or any(dataclasses.replace(a, phase_link_s=b.phase_link_s) != b
+                                                      for a, b in zip(md.demands, old.demands)):
+            return False
+        for k, i in m.phase_time:
+            a, b = md.link_term(k, i), old.link_term(k, i)
+            if a != b and not (self._constant(a) and self._constant(b)):
+                return False  # an open dimension's link times are coefficients of its options
+        net = pn.network
+        if net is None:
+            return True
+        return md.space == old.space and all(net.option_costs(pn.topology, d) == net.option_costs(po.topology, d)
+                                             for d in range(len(net.bandwidths)))
 
     def smallest_at(self, spec: SolverSpec, T_us: float, time_limit_s: float) -> bool:
         """Among the designs the master admits at period ``T_us``, load the one of least area plus network

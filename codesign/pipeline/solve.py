@@ -208,6 +208,7 @@ class Family:
         #: the members proven infeasible: their (area, power) budgets and why, for ``proven``
         self.infeasible: list[tuple[float, float, str]] = []
         self.hints: list[dict[str, int]] = []  # designs to evaluate before a member's first master solve (hint)
+        self.spares: list[Master] = []  # masters of another family, to rebind (adopt)
 
     @staticmethod
     def eligible(problem: Problem, extra: Extra | None = None) -> bool:
@@ -257,8 +258,10 @@ class Family:
         if master is not None:
             master.restart(md)
         else:
-            master = search.master()
-            master.compile()
+            master = self._spare(md)
+            if master is None:
+                master = search.master()
+                master.compile()
         # hints take at most half the time the member has left: a replay is milliseconds on the shipped
         # problems, but a slow one under a tight time limit must not leave the search no time of its own
         stop = time.perf_counter() + 0.5 * (search.deadline - time.perf_counter())
@@ -285,6 +288,24 @@ class Family:
             master.add_evaluation(v.evaluation)
         master.add_intervals(self.intervals.values())
         return master
+
+    def adopt(self, other: Family) -> None:
+        """Take ``other``'s kept masters as spares: a member this family has no master for rebinds one
+        (``Master.rebind``) where the two problems differ only in link times the design does not choose (the
+        family of the next bandwidth of a fixed dimension, in a sweep), which costs a walk of a few rows where a
+        build costs milliseconds of Pyomo. The model is the one a build would make, so the answer is too.
+        ``other`` keeps none: a later member of it builds a master again."""
+        self.spares = [*self.spares, *other.masters.values()][-self.MASTERS_KEPT:]
+        other.masters.clear()
+
+    def _spare(self, md: ModelData) -> Master | None:
+        """A spare master (``adopt``) rebound to ``md`` (``Master.rebind``), taken out of the spares; None if
+        none can be."""
+        for master in reversed(self.spares):
+            if master.rebind(md):
+                self.spares.remove(master)
+                return master
+        return None
 
     def hint(self, choices: list[dict[str, int]]) -> None:
         """Designs worth evaluating before a member's first master solve, e.g. the answers of the family

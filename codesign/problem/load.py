@@ -595,6 +595,25 @@ def load_problem(path: str | Path, *, solver_profile: str | None = None, confine
     return parse_problem(load_yaml(path), path, solver_profile=solver_profile, confine=confine)
 
 
+def _once(ctx: Ctx, sub: Any, args: tuple, parse: Callable[[Any], Any]) -> Any:
+    """``parse(sub)``, a section of the document, once per ``ctx.memo`` (a sweep's plan) for the same object
+    ``sub`` and ``args``: a sweep's points share every container of the document that no parameter edits
+    (``explore.params.apply`` copies only those on a parameter's path), so a section none touches is read
+    once and its object shared by every point's Problem. The notes it held are held again for each point."""
+    memo = ctx.memo
+    if memo is None:
+        return parse(sub)
+    key = ("section", parse.__code__, id(sub), args)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is sub:
+        ctx.notes.extend(hit[2])
+        return hit[1]
+    held = len(ctx.notes)
+    out = parse(sub)
+    memo[key] = (sub, out, ctx.notes[held:])  # (sub kept alive with it, so that its id is not reused)
+    return out
+
+
 def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = None,
                   confine: bool = False, memo: dict | None = None) -> Problem:
     """Validate an already-loaded problem document (plain dicts and lists are fine: a sweep edits one).
@@ -605,14 +624,16 @@ def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = No
     if doc is None:
         raise ctx.error("(top level)", "the file is empty; expected the sections " + ", ".join(TOP_KEYS[2:]))
     m = section(ctx, doc, "", TOP_KEYS, ("workload", "topology", "engine"))
-    topo, network = topology(ctx, m["topology"], m)
-    wl = workload(ctx, m["workload"], len(topo.dims), m, tuple(d.size for d in topo.dims))
-    n = npu(ctx, m.get("npu"), m)
-    eng = engine(ctx, m["engine"], n, m)
+    topo, network = _once(ctx, m["topology"], (), lambda t: topology(ctx, t, m))
+    sizes = tuple(d.size for d in topo.dims)
+    wl = _once(ctx, m["workload"], sizes, lambda w: workload(ctx, w, len(sizes), m, sizes))
+    n = _once(ctx, m.get("npu"), (), lambda x: npu(ctx, x, m))
+    eng = _once(ctx, m["engine"], (n,), lambda e: engine(ctx, e, n, m))
+    obj = _once(ctx, m.get("objective"), (), lambda o: objective(ctx, o, m))
+    sched = _once(ctx, m.get("schedule"), (), lambda x: schedule(ctx, x, m))
+    sol = _once(ctx, m.get("solver"), (solver_profile,), lambda x: solver(ctx, x, solver_profile, m))
     problem = Problem(name=text(ctx, m, "name", "") or Path(path).stem, workload=wl, topology=topo, npu=n,
-                      engine=eng, objective=objective(ctx, m.get("objective"), m),
-                      schedule=schedule(ctx, m.get("schedule"), m),
-                      solver=solver(ctx, m.get("solver"), solver_profile, m),
+                      engine=eng, objective=obj, schedule=sched, solver=sol,
                       description=text(ctx, m, "description", ""), path=str(path), network=network)
     if problem.objective.minimize == "network_cost" and network is None:
         raise ctx.error("objective.minimize", "minimizing network_cost needs a network design space: give a "
