@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import ROOT
 
@@ -53,6 +54,42 @@ def test_a_worker_that_dies_fails_only_its_own_point_not_its_batch(tmp_path, wor
     assert df[bad]["status"].tolist() == ["error"] and "died" in df[bad]["error"].iloc[0]
     assert (df[~bad]["status"] != "error").all(), df[~bad][["status", "error"]]
     assert (df[(df[BW] == 50e9) & ~bad]["status"] == "optimal").all()
+
+
+def test_a_dask_worker_that_dies_in_a_lane_fails_only_its_own_point(tmp_path):
+    """On Dask the lanes are actors (``DaskRunner.run_dynamic``): a worker that dies takes its actor with it, the
+    chunk comes back without rows, its points run again alone as Dask tasks, and only the point that kills
+    its worker fails (Dask's KilledWorker, after its retries)."""
+    pytest.importorskip("dask.distributed")
+    params = {BW: "25GB/s,50GB/s,100GB/s", "engine.area_budget": "2mm^2,3mm^2"}
+    df = sweep(QUICK, params, executor="dask", workers=2, out=tmp_path / "r.csv", extra=die_at_50_and_2_mm2)
+    assert len(df) == 6
+    bad = (df[BW] == 50e9) & (df["engine.area_budget"] == 2.0)
+    assert df[bad]["status"].tolist() == ["error"] and "died" in df[bad]["error"].iloc[0]
+    assert (df[~bad]["status"] == "optimal").all(), df[~bad][["status", "error"]]
+
+
+def test_a_callers_dask_client_sweeps_in_lanes_on_kept_actors(tmp_path):
+    """A caller's Client runs a sweep's lanes on actors made once and kept for its next sweep; the answers are
+    those of the points solved in this process."""
+    pytest.importorskip("dask.distributed")
+    import logging
+
+    from dask.distributed import Client, LocalCluster
+
+    from codesign.explore import executors
+    params = {BW: "10GB/s,25GB/s,60GB/s,150GB/s", "engine.area_budget": "2mm^2,3mm^2"}
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
+        first = sweep(QUICK, params, executor=client, out=tmp_path / "a.csv")
+        lanes = executors._actors[client][1]
+        again = sweep(QUICK, {**params, BW: "12GB/s,30GB/s,70GB/s"}, executor=client, out=tmp_path / "b.csv")
+        assert len(lanes) == 2 and all(x is y for x, y in zip(executors._actors[client][1], lanes))
+        assert len(set(first["worker"])) == 2 and set(again["worker"]) <= set(first["worker"])
+    here = sweep(QUICK, params, executor="serial", out=tmp_path / "serial.csv")
+    assert list(first["key"]) == list(here["key"])
+    assert (first["status"] == "optimal").all() and (here["status"] == "optimal").all()
+    assert np.allclose(first["iteration_time_s"], here["iteration_time_s"], rtol=1e-4)
 
 
 def test_a_pool_that_breaks_while_tasks_go_in_loses_none_of_them(monkeypatch):

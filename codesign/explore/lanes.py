@@ -27,7 +27,7 @@ from typing import Any
 from .points import BatchTask, PointTask, family_groups
 
 #: The work a chunk aims at (s; our calibration): a chunk costs a round trip to its worker (about 1 ms on the
-#: local pool), during which that worker waits.
+#: local pool, 3 ms to a Dask actor), during which that worker waits.
 CHUNK_S = 0.2
 #: Chunks a lane has handed to its worker at once (our calibration). Two spare a worker the round trip between
 #: chunks, but a chunk waiting at a worker can no longer go to one that frees up first: on ResNet-50's grid,

@@ -6,7 +6,7 @@
 The steps: ``plan`` edits the problem's YAML document at each point and validates it (so a wrong path
 or value is one SpecError before anything runs), ``run_plan`` sends the validated problems (data, never
 Pyomo models, which do not pickle) to an executor -- a local process pool by default, or Dask -- in
-chunks that keep a worker on neighbouring points (``lanes``, on the local pool) or in batches planned ahead
+chunks that keep a worker on neighbouring points (``lanes``, with more than one worker) or in batches planned ahead
 (``points.batches``), so that points that differ only in budgets share a worker (their master, replays, cuts
 and answers, ``pipeline.solve.Family``), and appends each finished point to the results CSV as one line, so a sweep
 killed at any moment, even by SIGKILL, keeps every point its workers returned. A point's key is a
