@@ -8,7 +8,9 @@ Three sweeps: the quickstart's 40 points (20 bandwidths x 2 area budgets), 20 Re
 in a fresh process whose ``PYTHONPATH`` is the tree measured, after a warm-up point of another family; "MIP
 runs" counts ``highspy.Highs.run`` calls on models with integer columns (the master's solves and tie-breaks),
 "LPs" those on LPs (the master's floors, docs/formulation.md 3.7). The medians over rounds are printed, and
-whether both trees' answers (status, period, area) are the same.
+whether both trees' answers (status, period, area) are the same. The plan (``plan``: every point's problem
+parsed and validated) is timed apart too, and the masters built (``Master.__init__``; the rest restart or
+rebind one) are counted.
 """
 from __future__ import annotations
 
@@ -47,14 +49,24 @@ def measure(name: str) -> dict:
     runs = counter()
     problem, params, warm = SWEEPS[name]
     run_plan(plan(problem, warm, checks=[VALIDATE]), executor="serial")
+    from codesign.milp.master import Master
+    builds = []
+    init = Master.__init__
+
+    def counted(self, *args, **kwargs):
+        builds.append(1)
+        init(self, *args, **kwargs)
+    Master.__init__ = counted
     runs[:] = [0, 0]
     t0 = time.perf_counter()
-    df = run_plan(plan(problem, params, checks=[VALIDATE]), executor="serial")
+    pl = plan(problem, params, checks=[VALIDATE])
+    planned = time.perf_counter()
+    df = run_plan(pl, executor="serial")
     wall = time.perf_counter() - t0
     n = len(df)
     answers = [[r["key"], r["status"], r["iteration_time_s"], r["area_mm2"]] for r in df.to_dict("records")]
     return {"ms": 1e3 * wall / n, "runs": runs[0] / n, "lps": runs[1] / n, "answers": answers,
-            "codesign": __import__("codesign").__file__}
+            "plan_ms": 1e3 * (planned - t0), "builds": len(builds), "codesign": __import__("codesign").__file__}
 
 
 def run(tree: Path, name: str) -> dict:
@@ -84,8 +96,9 @@ def main() -> None:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; this tree {rev(ROOT)}, baseline "
           f"{rev(base) if base else '-'}; median of {args.rounds} rounds, the trees alternating")
     print("| sweep | baseline ms/point | baseline MIP runs / LPs a point | this tree ms/point | this tree MIP runs / "
-          "LPs a point | baseline / this tree | same answers |")
-    print("|---|---|---|---|---|---|---|")
+          "LPs a point | baseline / this tree | same answers | plan ms, baseline / this tree | masters built, baseline "
+          "/ this tree |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in SWEEPS:
         before, after = [], []
         for _ in range(args.rounds):
@@ -97,7 +110,9 @@ def main() -> None:
                                        else "NO")
         b_ms, a_ms = med(before, "ms"), med(after, "ms")
         print(f"| {name} | {b_ms:.1f} | {med(before, 'runs'):.2f} / {med(before, 'lps'):.2f} | {a_ms:.1f} | "
-              f"{med(after, 'runs'):.2f} / {med(after, 'lps'):.2f} | {b_ms / a_ms:.2f}x | {same} |", flush=True)
+              f"{med(after, 'runs'):.2f} / {med(after, 'lps'):.2f} | {b_ms / a_ms:.2f}x | {same} | "
+              f"{med(before, 'plan_ms'):.0f} / {med(after, 'plan_ms'):.0f} | "
+              f"{med(before, 'builds'):.0f} / {med(after, 'builds'):.0f} |", flush=True)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
