@@ -669,7 +669,8 @@ class Master:
         (``CompiledModel.rebuild``): where a build costs milliseconds of Pyomo, this costs a walk of a few
         rows. The floors and the cuts go (they hold for the old link times). False, and the master as it was,
         where ``md`` differs in anything else, or its budgets could not restart this master. Call after the
-        first ``solve`` (it compiles)."""
+        first ``solve`` (it compiles). For masters built without a hook (a family's): rows or bounds a hook
+        added stay as it wrote them, for the old link times."""
         if self.compiled is None or not self._rebinds(md):
             return False
         m, c = self.model, self.compiled
