@@ -183,3 +183,27 @@ def _edited(doc, values):
     """``doc`` with the sweep's values set (``explore.params.apply``)."""
     from codesign.explore.params import apply, parse_path
     return apply(doc, {tuple(parse_path(k)): v for k, v in values.items()})
+
+
+def test_held_rows_an_answer_needed_are_given_again_after_a_rebind_with_the_new_numbers():
+    """A restart gives HiGHS again the rows held back (``_Held``) that earlier answers needed; after a rebind,
+    those still held are given with the new build's numbers, and the optimum is a fresh master's."""
+    p = PROBLEMS[GNMT]
+    used = Master(model_data(p))
+    used.solve(SPEC, 30.0)
+    c = used.compiled
+    assert len(c.held.rows) > 5
+    c._give(np.flatnonzero(~c.held.given)[:5])
+    needed = set(c.held.rows[c.held.given].tolist())
+    md = model_data(_at(p, 0, 0.4))
+    assert used.rebind(md)
+    fresh = Master(md)
+    fresh.compile()
+    held, record = used.compiled.held, fresh.compiled.built[3]
+    assert set(held.rows[held.given].tolist()) == needed & set(record.rows.tolist()) != set()
+    for name in ("rows", "starts", "index", "value", "lo", "hi"):
+        assert np.array_equal(getattr(held, name), getattr(record, name))
+    assert used.compiled.h.getNumRow() == fresh.compiled.h.getNumRow() + int(held.given.sum())
+    x, y = used.solve(SPEC, 30.0), fresh.solve(SPEC, 30.0)
+    assert x.status == y.status == "optimal"
+    assert x.objective == pytest.approx(y.objective, rel=1e-9)

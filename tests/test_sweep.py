@@ -70,22 +70,36 @@ def test_a_dask_worker_that_dies_in_a_lane_fails_only_its_own_point(tmp_path):
 
 
 def test_a_callers_dask_client_sweeps_in_lanes_on_kept_actors(tmp_path):
-    """A caller's Client runs a sweep's lanes on actors made once and kept for its next sweep; the answers are
-    those of the points solved in this process."""
+    """A caller's Client runs a sweep's lanes on actors made once and kept for its next sweep, one lane per
+    worker whatever its thread count, and even when it is not Dask's default client (an actor's handle binds to
+    the current client: one bound to another would wait for ever). The answers are those of the points solved
+    in this process."""
     pytest.importorskip("dask.distributed")
     import logging
+    import signal
 
     from dask.distributed import Client, LocalCluster
 
-    from codesign.explore import executors
+    from codesign.explore.executors import DaskRunner
     params = {BW: "10GB/s,25GB/s,60GB/s,150GB/s", "engine.area_budget": "2mm^2,3mm^2"}
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
-        first = sweep(QUICK, params, executor=client, out=tmp_path / "a.csv")
-        lanes = executors._actors[client][1]
-        again = sweep(QUICK, {**params, BW: "12GB/s,30GB/s,70GB/s"}, executor=client, out=tmp_path / "b.csv")
-        assert len(lanes) == 2 and all(x is y for x, y in zip(executors._actors[client][1], lanes))
-        assert len(set(first["worker"])) == 2 and set(again["worker"]) <= set(first["worker"])
+
+    def hung(*_):
+        raise TimeoutError("the sweep on a caller's client did not end")
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(120)
+    try:
+        with LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None,
+                          silence_logs=logging.CRITICAL) as cluster, \
+                Client(cluster, set_as_default=False) as client, Client(cluster):  # the second is the default
+            assert DaskRunner(client, None).lane_count(8) == 2  # four threads, two workers: two lanes
+            first = sweep(QUICK, params, executor=client, out=tmp_path / "a.csv")
+            lanes = client._codesign_lanes[1]
+            again = sweep(QUICK, {**params, BW: "12GB/s,30GB/s,70GB/s"}, executor=client, out=tmp_path / "b.csv")
+            assert len(lanes) == 2 and all(x is y for x, y in zip(client._codesign_lanes[1], lanes))
+            assert len(set(first["worker"])) == 2 and set(again["worker"]) <= set(first["worker"])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
     here = sweep(QUICK, params, executor="serial", out=tmp_path / "serial.csv")
     assert list(first["key"]) == list(here["key"])
     assert (first["status"] == "optimal").all() and (here["status"] == "optimal").all()

@@ -10,8 +10,8 @@ one point at a time (a lock in ``run_point`` guards the case of a multi-threaded
 
 With more than one worker, a sweep hands its points out as workers free up, each worker walking its own
 lane of neighbouring points (``lanes.Lanes``): on the local pool a pool of one process per lane
-(``PoolRunner.run_dynamic``), on Dask an actor per lane (``DaskRunner.run_dynamic``), whose calls reach the
-worker without the scheduler's round trip. One worker, or a caller's ``concurrent.futures`` executor, runs
+(``PoolRunner.run_dynamic``), on Dask an actor per lane (``DaskRunner.run_dynamic``), whose calls skip the
+scheduler's task machinery. One worker, or a caller's ``concurrent.futures`` executor, runs
 the batches planned ahead (``points.batches``).
 
 The local pool starts its workers from a fork server that has imported codesign once (workers start in
@@ -25,11 +25,11 @@ is it recorded as failed (a broken pool fails every point pending in it, not onl
 from __future__ import annotations
 
 import atexit
+import itertools
 import logging
 import os
 import threading
 import time
-import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -328,9 +328,11 @@ class PoolRunner:
         self._lanes = None
 
 
-#: The lanes' actors of the last Dask client that ran lanes, with what they were made for (the task function, the
-#: workers' addresses, how many): a caller's client sweeps again on the same actors (``DaskRunner.run_dynamic``).
-_actors: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: How often the driver checks, while a Dask lane's call is out, that the worker holding the lane's actor is
+#: still there (s): a call whose worker left or froze never answers.
+WATCH_S = 1.0
+#: How long a lost Dask lane waits for a new actor before it ends (s).
+REPLACE_S = 30.0
 
 
 class _Lane:
@@ -382,71 +384,124 @@ class DaskRunner:
             raise SpecError(f"the workers of {self.description} cannot import codesign ({e}): install codesign "
                             "where they run") from None
 
+    def lane_count(self, wanted: int) -> int:
+        """How many lanes ``run_dynamic`` runs for ``wanted``: at most one per worker (a worker runs every actor
+        it holds on one thread, so a second lane there would queue its chunks behind the first's)."""
+        return max(1, min(wanted, len(self.client.scheduler_info()["workers"])))
+
     def run_dynamic(self, first: Sequence[Sequence[Task]], follow: Callable[[Task, Row | None], Task | None]
                     ) -> Iterator[tuple[Task, Row]]:
-        """``PoolRunner.run_dynamic`` on Dask: each lane is an actor (``_Lane``) on a worker of its own (round
-        robin where there are more lanes than workers), and a task goes to it as an actor call, which reaches the
-        worker directly: about 3 ms a round trip here, where a task submitted through the scheduler took 15 ms
-        (the lanes' chunks lost more to those than they saved in master solves). A task whose actor is lost (its
-        worker died) comes back as a row without ``rows`` (the caller runs its points again, with ``run``), and
-        its lane gets a new actor on any worker for the tasks that follow, or ends."""
-        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+        """``PoolRunner.run_dynamic`` on Dask: each lane is an actor (``_Lane``) on a worker of its own, and a
+        task goes to it as an actor call, which skips the scheduler's task machinery (a message the scheduler
+        forwards, or none with ``direct_to_workers``): about 3 ms a round trip here, where a task submitted
+        through the scheduler took 15 ms (the lanes' chunks lost more to those than they saved in master
+        solves). A call whose actor is lost (its worker died or left, which the driver checks every
+        ``WATCH_S`` while a call is out) comes back as a row without ``rows`` (the caller runs its points
+        again, with ``run``), and its lane gets a new actor, on a worker holding none if there is one, or
+        ends. A call that fails on a live actor is that call's failure only. The actors are kept on the
+        client for its next sweep (``_kept_lanes``)."""
+        import queue
 
-        addresses = sorted(self.client.scheduler_info()["workers"])
+        from dask.distributed import TimeoutError as DaskTimeout
+
         n = len(first)
-
-        def actor(lane: int | None) -> Any:
-            where = {"workers": [addresses[lane % len(addresses)]]} if lane is not None and addresses else {}
-            return self.client.submit(_Lane, self.fn, actor=True, pure=False, **where)
-
-        key = (self.fn, tuple(addresses), n)
         try:
-            kept = _actors.get(self.client)
-            if kept is not None and kept[0] == key:
-                lanes = list(kept[1])
-            else:  # made at once (a round trip each, 20-30 ms), and kept for the client's next sweep
-                lanes = self.client.gather([actor(i) for i in range(n)])
-                _actors.clear()
-                _actors[self.client] = (key, list(lanes))
+            lanes = self._kept_lanes(n)
         except Exception as e:  # no worker could hold an actor: every task comes back without rows
             yield from ((t, error_row(f"no Dask worker could take this lane: {type(e).__name__}: {e}"))
                         for ts in first for t in ts)
             return
-        # an actor call's answer is waited for in a thread per lane: ActorFutures have no as_completed
-        threads = ThreadPoolExecutor(max(1, n))
-        futures: dict[Any, tuple[int, Task]] = {}
+        done: queue.Queue = queue.Queue()
+        out: dict[int, tuple[int, Task]] = {}  # the calls in flight, by their number
+        count = itertools.count()
+
+        def call(number: int, actor: Any, t: Task) -> None:
+            try:
+                done.put((number, actor.run(t).result()))
+            except BaseException as e:  # (the thread's only way to report)
+                done.put((number, e))
 
         def submit(lane: int, t: Task) -> None:
-            futures[threads.submit(lambda a, x: a.run(x).result(), lanes[lane], t)] = (lane, t)
+            number = next(count)
+            out[number] = (lane, t)
+            # a daemon thread per call: an ActorFuture has no as_completed, and a call whose worker froze must not
+            # hold the interpreter at exit
+            threading.Thread(target=call, args=(number, lanes[lane], t), daemon=True).start()
 
-        try:
-            for lane, ts in enumerate(first):
-                for t in ts:
-                    submit(lane, t)
-            while futures:
-                done, _ = wait(futures, return_when=FIRST_COMPLETED)
-                back = []
-                for f in done:
-                    lane, t = futures.pop(f)
-                    try:
-                        row = f.result()
-                    except Exception as e:  # the actor's worker died, or the call failed
-                        row = error_row(f"{type(e).__name__}: {e}")
-                        _actors.pop(self.client, None)
-                        try:
-                            lanes[lane] = actor(None).result()
-                        except Exception:
-                            lanes[lane] = None
-                    nxt = follow(t, row)
-                    back.append((t, row))
-                    if nxt is not None:
-                        if lanes[lane] is None:
-                            back.append((nxt, error_row("no Dask worker could take this lane")))
-                        else:
-                            submit(lane, nxt)  # before the rows are recorded: its worker idles meanwhile
-                yield from back
-        finally:
-            threads.shutdown(wait=False, cancel_futures=True)
+        def replace(lane: int) -> None:
+            """A new actor for ``lane`` (None if none can be had), on a live worker holding none if there is one."""
+            try:
+                alive = sorted(self.client.scheduler_info()["workers"])
+                used = {a._address for i, a in enumerate(lanes) if a is not None and i != lane}
+                free = [w for w in alive if w not in used] or alive
+                with self.client.as_current():
+                    lanes[lane] = self.client.submit(_Lane, self.fn, actor=True, pure=False,
+                                                     workers=free[:1]).result(timeout=REPLACE_S)
+            except (Exception, DaskTimeout):
+                lanes[lane] = None
+            self.client._codesign_lanes = None  # the kept lanes are no longer the ones made together
+
+        def lost(lane: int, alive: set[str]) -> bool:
+            a = lanes[lane]
+            return a is None or a._address not in alive or a._future.status != "finished"
+
+        self._lanes_out = True  # until the last call is back (``close``)
+        for lane, ts in enumerate(first):
+            for t in ts:
+                submit(lane, t)
+        while out:
+            try:
+                got = [done.get(timeout=WATCH_S)]
+            except queue.Empty:
+                got = []
+                alive = set(self.client.scheduler_info()["workers"])
+                for number, (lane, _) in list(out.items()):
+                    if lost(lane, alive):  # its answer will never come: given up, and ignored if it does
+                        got.append((number, RuntimeError("the Dask worker holding this lane was lost")))
+            back = []
+            for number, result in got:
+                if number not in out:
+                    continue  # a call given up on before, answering after all
+                lane, t = out.pop(number)
+                if isinstance(result, BaseException):
+                    row = error_row(f"{type(result).__name__}: {result}")
+                    alive = set(self.client.scheduler_info()["workers"])
+                    if lost(lane, alive):
+                        for other, (ln, _) in list(out.items()):  # its other calls are lost with it
+                            if ln == lane:
+                                back.append((out.pop(other)[1], error_row("the Dask worker holding this lane was "
+                                                                          "lost")))
+                        replace(lane)
+                else:
+                    row = result
+                nxt = follow(t, row)
+                back.append((t, row))
+                if nxt is not None:
+                    if lanes[lane] is None:
+                        back.append((nxt, error_row("no Dask worker could take this lane")))
+                    else:
+                        submit(lane, nxt)  # before the rows are recorded: its worker idles meanwhile
+            yield from back
+        self._lanes_out = False
+
+    def _kept_lanes(self, n: int) -> list[Any]:
+        """``n`` lane actors, one per worker: the client's kept ones if they were made for this function and
+        these workers and are all alive, else new ones (made at once: 20-30 ms, a round trip each), kept on
+        the client (an attribute: they live and die with it)."""
+        addresses = sorted(self.client.scheduler_info()["workers"])
+        key = (self.fn, tuple(addresses), n)
+        kept = getattr(self.client, "_codesign_lanes", None)
+        if kept is not None and kept[0] == key and all(a._future.status == "finished" and a._address in addresses
+                                                       for a in kept[1]):
+            return list(kept[1])
+        # created with the client current: an actor's handle binds to the current client when it comes back,
+        # and one bound to another client (the default) would wait for ever
+        with self.client.as_current():
+            lanes = self.client.gather([self.client.submit(_Lane, self.fn, actor=True, pure=False,
+                                                           workers=[addresses[i % len(addresses)]])
+                                        for i in range(n)])
+        self.client._codesign_lanes = (key, list(lanes))
+        return lanes
 
     def run(self, tasks: Sequence[Task]) -> Iterator[tuple[Task, Row]]:
         from dask.distributed import as_completed
@@ -466,6 +521,9 @@ class DaskRunner:
             self.client.cancel([f for f in futures if not f.done()])
 
     def close(self) -> None:
+        if getattr(self, "_lanes_out", False):
+            # interrupted with calls out: their actors finish those chunks first, so the next sweep makes new ones
+            self.client._codesign_lanes = None
         if self._owned:
             self.client.close()
             if self._cluster is not None:

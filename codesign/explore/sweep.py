@@ -284,10 +284,11 @@ def run_plan(pl: Plan, *, executor: Any = None, workers: int | None = None, out:
             own = pl.extra is None and all((getattr(c.fn, "__module__", None) or "").startswith("codesign.")
                                               for c in pl.checks)
             runner = make_runner(executor, workers, work, fn=run_batch, keep=own)
-            dynamic = count > 1 and len(work) > 1 and hasattr(runner, "run_dynamic")
+            n_lanes = runner.lane_count(count) if hasattr(runner, "lane_count") else count
+            dynamic = n_lanes > 1 and len(work) > 1 and hasattr(runner, "run_dynamic")
             if dynamic:
                 # many workers: chunks handed out as workers free up, each worker walking its lane (lanes.py)
-                lanes = Lanes(tasks, family_of, count, sweep_id, order=larger_budgets_first)
+                lanes = Lanes(tasks, family_of, n_lanes, sweep_id, order=larger_budgets_first)
                 stream = runner.run_dynamic(lanes.first(), lanes.follow)
             else:
                 stream = runner.run(work)  # a failed batch of one point has had its retries (PoolRunner.run)

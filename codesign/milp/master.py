@@ -661,8 +661,9 @@ class Master:
     def rebind(self, md: ModelData) -> bool:
         """Make this master the model ``Master(md)`` would build and compile, restarted for ``md``'s budgets
         (``restart``), where ``md``'s problem differs from the one it was built for only in its topology, in
-        ways that change nothing but link times the design does not choose: a sweep along the bandwidth or
-        latency of a dimension the network does not leave open. Such a model has the same rows and columns,
+        ways that change nothing but link times the design does not choose: a sweep along a dimension's
+        bandwidth or latency without a network design space (with one, a latency only: the bandwidths are the
+        network's, which must be the same). Such a model has the same rows and columns,
         and only these numbers differ: the phase times' lower bounds (their link times) and the big-M values
         of the SRAM's gated rows (made of the phases' longest times, ``phase_worst_us``). Those are written
         again, through the same functions the build uses, and HiGHS is given the build's calls with them

@@ -208,7 +208,7 @@ class Family:
         #: the members proven infeasible: their (area, power) budgets and why, for ``proven``
         self.infeasible: list[tuple[float, float, str]] = []
         self.hints: list[dict[str, int]] = []  # designs to evaluate before a member's first master solve (hint)
-        self.spares: list[Master] = []  # masters of another family, to rebind (adopt)
+        self.donor: Family | None = None  # a family whose masters this one may rebind (adopt)
 
     @staticmethod
     def eligible(problem: Problem, extra: Extra | None = None) -> bool:
@@ -290,20 +290,28 @@ class Family:
         return master
 
     def adopt(self, other: Family) -> None:
-        """Take ``other``'s kept masters as spares: a member this family has no master for rebinds one
-        (``Master.rebind``) where the two problems differ only in link times the design does not choose (the
-        family of the next bandwidth of a fixed dimension, in a sweep), which costs a walk of a few rows where a
-        build costs milliseconds of Pyomo. The model is the one a build would make, so the answer is too.
-        ``other`` keeps none: a later member of it builds a master again."""
-        self.spares = [*self.spares, *other.masters.values()][-self.MASTERS_KEPT:]
-        other.masters.clear()
+        """Borrow from ``other``'s kept masters for this family's first master: a member this family has no
+        master for rebinds one (``Master.rebind``) where the two problems differ only in link times the design
+        does not choose (the family of the next bandwidth of a fixed dimension, in a sweep), which costs a walk
+        of a few rows where a build costs milliseconds of Pyomo. The model is the one a build would make, so the
+        answer is too. A master rebound leaves ``other`` (a later member of it builds one again); after this
+        family's first master, ``other`` is let go."""
+        self.donor = other
 
     def _spare(self, md: ModelData) -> Master | None:
-        """A spare master (``adopt``) rebound to ``md`` (``Master.rebind``), taken out of the spares; None if
-        none can be."""
-        for master in reversed(self.spares):
-            if master.rebind(md):
-                self.spares.remove(master)
+        """A master of the donor family (``adopt``) rebound to ``md`` (``Master.rebind``), taken out of it; None
+        if none can be."""
+        donor, self.donor = self.donor, None  # once: a chain of donors would keep every family alive
+        if donor is None:
+            return None
+        for key, master in reversed(list(donor.masters.items())):
+            try:
+                ok = master.rebind(md)
+            except Exception:  # (a row that reads a column the build did not have: never, by construction)
+                del donor.masters[key]
+                continue
+            if ok:
+                del donor.masters[key]
                 return master
         return None
 

@@ -629,11 +629,12 @@ def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = No
     wl = _once(ctx, m["workload"], sizes, lambda w: workload(ctx, w, len(sizes), m, sizes))
     n = _once(ctx, m.get("npu"), (), lambda x: npu(ctx, x, m))
     eng = _once(ctx, m["engine"], (n,), lambda e: engine(ctx, e, n, m))
+    name = text(ctx, m, "name", "") or Path(path).stem  # (read in the order the errors have always come in)
     obj = _once(ctx, m.get("objective"), (), lambda o: objective(ctx, o, m))
     sched = _once(ctx, m.get("schedule"), (), lambda x: schedule(ctx, x, m))
     sol = _once(ctx, m.get("solver"), (solver_profile,), lambda x: solver(ctx, x, solver_profile, m))
-    problem = Problem(name=text(ctx, m, "name", "") or Path(path).stem, workload=wl, topology=topo, npu=n,
-                      engine=eng, objective=obj, schedule=sched, solver=sol,
+    problem = Problem(name=name, workload=wl, topology=topo, npu=n, engine=eng, objective=obj, schedule=sched,
+                      solver=sol,
                       description=text(ctx, m, "description", ""), path=str(path), network=network)
     if problem.objective.minimize == "network_cost" and network is None:
         raise ctx.error("objective.minimize", "minimizing network_cost needs a network design space: give a "
