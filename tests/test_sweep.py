@@ -72,8 +72,9 @@ def test_a_dask_worker_that_dies_in_a_lane_fails_only_its_own_point(tmp_path):
 def test_a_callers_dask_client_sweeps_in_lanes_on_kept_actors(tmp_path):
     """A caller's Client runs a sweep's lanes on actors made once and kept for its next sweep, one lane per
     worker whatever its thread count, and even when it is not Dask's default client (an actor's handle binds to
-    the current client: one bound to another would wait for ever). The answers are those of the points solved
-    in this process."""
+    the current client: one bound to another would wait for ever; the batches' ``as_completed`` took the default
+    client's loop, and failed where there was none). The answers are those of the points solved in this
+    process."""
     pytest.importorskip("dask.distributed")
     import logging
     import signal
@@ -89,14 +90,18 @@ def test_a_callers_dask_client_sweeps_in_lanes_on_kept_actors(tmp_path):
     signal.alarm(120)
     try:
         with LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None,
-                          silence_logs=logging.CRITICAL) as cluster, \
-                Client(cluster, set_as_default=False) as client, Client(cluster):  # the second is the default
+                          silence_logs=logging.CRITICAL) as cluster, Client(cluster, set_as_default=False) as client:
+            other = Client(cluster)  # the default client
             assert DaskRunner(client, None).lane_count(8) == 2  # four threads, two workers: two lanes
             first = sweep(QUICK, params, executor=client, out=tmp_path / "a.csv")
             lanes = client._codesign_lanes[1]
             again = sweep(QUICK, {**params, BW: "12GB/s,30GB/s,70GB/s"}, executor=client, out=tmp_path / "b.csv")
             assert len(lanes) == 2 and all(x is y for x, y in zip(client._codesign_lanes[1], lanes))
             assert len(set(first["worker"])) == 2 and set(again["worker"]) <= set(first["worker"])
+            other.close()  # now there is no default client
+            # the batches planned ahead (one worker asked for) on the same client
+            batched = sweep(QUICK, {**params, BW: "15GB/s,40GB/s"}, executor=client, workers=1, out=tmp_path / "c.csv")
+            assert (batched["status"] == "optimal").all() and len(batched) == 4
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)

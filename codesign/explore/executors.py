@@ -510,7 +510,7 @@ class DaskRunner:
         for t in tasks:
             futures[self.client.submit(self.fn, t, pure=False)] = t
         try:
-            for f in as_completed(list(futures)):
+            for f in as_completed(list(futures), loop=self.client.loop):  # (not the default client's: maybe none)
                 t = futures[f]
                 try:
                     row = f.result()
