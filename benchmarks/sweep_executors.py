@@ -1,0 +1,103 @@
+"""Sweeps on warm executors, in one process: lanes against the batches planned ahead, and one worker against two,
+on the local pool and on a Dask LocalCluster, the variants alternating run by run.
+
+    python benchmarks/sweep_executors.py                      # ResNet-50 ACE's 50-point grid, 3 rounds
+    python benchmarks/sweep_executors.py --quickstart --rounds 5
+
+Every executor is started and warmed up (a two-point sweep of other families) before the first timed sweep, and
+kept for the whole run, as a long-lived pool or cluster would be: what is timed is ``plan`` + ``run_plan`` of
+the grid with validation on. "batches" is the same code with the executor's ``run_dynamic`` taken away, so
+``run_plan`` sends the batches planned ahead (``points.batches``) as it does with one worker. The medians over
+rounds are printed, each variant's master solves and replays (summed over the points), and the 1 -> 2 speed-up
+as the median of each round's ratio (the two runs of a round back to back: the machine is shared and its load
+moves between rounds).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GRIDS = {
+    "quickstart": (str(ROOT / "problems" / "quickstart.yaml"),
+                   {"topology.dims[1].bandwidth": "log:5GB/s:200GB/s:20", "engine.area_budget": "2mm^2,3mm^2"}),
+    "resnet50": (str(ROOT / "problems" / "resnet50_ace_torus3d.yaml"),
+                 {"topology.dims[0].bandwidth": "log:8GiB/s:128GiB/s:5", "engine.area_budget": "0.5mm^2:5mm^2:10"}),
+}
+WARM = {"schedule.chunks": "2,3"}  # two points of other families: imports, one per worker
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quickstart", action="store_true", help="the quickstart's 40 points instead of ResNet-50's 50")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+
+    from dask.distributed import Client, LocalCluster
+
+    from codesign.explore import executors
+    from codesign.explore.sweep import VALIDATE, plan, run_plan
+
+    problem, params = GRIDS["quickstart" if args.quickstart else "resnet50"]
+    clusters = {w: Client(LocalCluster(n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       silence_logs=logging.CRITICAL), set_as_default=False) for w in (1, 2)}
+    # (name, executor, workers, lanes)
+    variants = [("local, 1", "local", 1, False), ("local, 2, lanes", "local", 2, True),
+                ("local, 2, batches", "local", 2, False), ("dask, 1", clusters[1], 1, False),
+                ("dask, 2, lanes", clusters[2], 2, True), ("dask, 2, batches", clusters[2], 2, False)]
+    dynamic = {c: c.run_dynamic for c in (executors.PoolRunner, executors.DaskRunner)}
+
+    def lanes(on: bool) -> None:
+        for cls, fn in dynamic.items():
+            if on:
+                cls.run_dynamic = fn
+            elif "run_dynamic" in cls.__dict__:
+                del cls.run_dynamic
+
+    walls: dict[str, list[float]] = {v[0]: [] for v in variants}
+    work: dict[str, tuple[int, int]] = {}
+    print(f"{Path(problem).name}, {' x '.join(params)}; load average before: "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            for _, ex, w, on in variants:
+                lanes(on)
+                run_plan(plan(problem, WARM, checks=[VALIDATE]), executor=ex, workers=w, out=Path(d) / "warm.csv")
+            for r in range(args.rounds):
+                for name, ex, w, on in variants:
+                    lanes(on)
+                    t0 = time.perf_counter()
+                    df = run_plan(plan(problem, params, checks=[VALIDATE]), executor=ex, workers=w,
+                                  out=Path(d) / f"{r}-{name}.csv")
+                    walls[name].append(time.perf_counter() - t0)
+                    work[name] = (int(df["master_solves"].sum()), int(df["evaluations"].sum()))
+                    if not (df["status"] == "optimal").all():
+                        raise SystemExit(f"{name}: not every point optimal")
+    finally:
+        lanes(True)
+        for c in clusters.values():
+            cluster = c.cluster
+            c.close()
+            cluster.close()
+    print(f"| executor, workers | wall (s), median of {args.rounds} | each round | master solves, replays "
+          "(last round) |")
+    print("|---|---|---|---|")
+    for name, _, _, _ in variants:
+        print(f"| {name} | {statistics.median(walls[name]):.2f} | "
+              f"{', '.join(f'{x:.2f}' for x in walls[name])} | {work[name][0]}, {work[name][1]} |")
+    def ratio(a: list[float], b: list[float]) -> float:
+        return statistics.median(x / y for x, y in zip(a, b))
+    for ex in ("local", "dask"):
+        one, lane, batch = walls[f"{ex}, 1"], walls[f"{ex}, 2, lanes"], walls[f"{ex}, 2, batches"]
+        print(f"{ex}: 1 -> 2 workers {ratio(one, lane):.2f}x with lanes, {ratio(one, batch):.2f}x with the batches; "
+              f"on two workers the lanes are {ratio(batch, lane):.2f}x the batches' speed")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
