@@ -93,11 +93,27 @@ def test_a_callers_dask_client_sweeps_in_lanes_on_kept_actors(tmp_path):
                           silence_logs=logging.CRITICAL) as cluster, Client(cluster, set_as_default=False) as client:
             other = Client(cluster)  # the default client
             assert DaskRunner(client, None).lane_count(8) == 2  # four threads, two workers: two lanes
-            first = sweep(QUICK, params, executor=client, out=tmp_path / "a.csv")
+            alone = []  # points run as Dask tasks of their own: none, when every lane's chunks come back
+            run = DaskRunner.run
+            DaskRunner.run = lambda self, tasks: (alone.extend(tasks), run(self, tasks))[1]
+            try:
+                first = sweep(QUICK, params, executor=client, out=tmp_path / "a.csv")
+            finally:
+                DaskRunner.run = run
+            assert alone == []
             lanes = client._codesign_lanes[1]
             again = sweep(QUICK, {**params, BW: "12GB/s,30GB/s,70GB/s"}, executor=client, out=tmp_path / "b.csv")
             assert len(lanes) == 2 and all(x is y for x, y in zip(client._codesign_lanes[1], lanes))
             assert len(set(first["worker"])) == 2 and set(again["worker"]) <= set(first["worker"])
+
+            def pause(dask_worker):  # (local: pickled by value for the worker)
+                from distributed.core import Status
+                dask_worker.status = Status.paused
+            client.run(pause, workers=[sorted(client.scheduler_info()["workers"])[1]])
+            deadline = time.monotonic() + 10
+            while DaskRunner(client, None).lane_count(8) != 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert DaskRunner(client, None).lane_count(8) == 1  # a paused worker gets no lane (nor would an actor)
             other.close()  # now there is no default client
             # the batches planned ahead (one worker asked for) on the same client
             batched = sweep(QUICK, {**params, BW: "15GB/s,40GB/s"}, executor=client, workers=1, out=tmp_path / "c.csv")

@@ -328,10 +328,10 @@ class PoolRunner:
         self._lanes = None
 
 
-#: How often the driver checks, while a Dask lane's call is out, that the worker holding the lane's actor is
-#: still there (s): a call whose worker left or froze never answers.
+#: How often, at least, the driver checks while a Dask lane's call is out that the lane's actor is still there
+#: (s): a call whose worker left, or no longer holds the actor, may never answer.
 WATCH_S = 1.0
-#: How long a lost Dask lane waits for a new actor before it ends (s).
+#: How long lane actors may take to be made before the lanes (or a lost lane) end (s).
 REPLACE_S = 30.0
 
 
@@ -384,30 +384,35 @@ class DaskRunner:
             raise SpecError(f"the workers of {self.description} cannot import codesign ({e}): install codesign "
                             "where they run") from None
 
+    def _running(self) -> list[str]:
+        """The addresses of the cluster's running workers (not paused, not closing), sorted."""
+        workers = self.client.scheduler_info()["workers"]
+        return sorted(a for a, w in workers.items() if w.get("status", "running") == "running")
+
     def lane_count(self, wanted: int) -> int:
-        """How many lanes ``run_dynamic`` runs for ``wanted``: at most one per worker (a worker runs every actor
-        it holds on one thread, so a second lane there would queue its chunks behind the first's)."""
-        return max(1, min(wanted, len(self.client.scheduler_info()["workers"])))
+        """How many lanes ``run_dynamic`` runs for ``wanted``: at most one per running worker (a worker runs every
+        actor it holds on one thread, so a second lane there would queue its chunks behind the first's). A
+        cluster with no running worker yet (an adaptive one scaling from zero) gets one: the batches."""
+        return max(1, min(wanted, len(self._running())))
 
     def run_dynamic(self, first: Sequence[Sequence[Task]], follow: Callable[[Task, Row | None], Task | None]
                     ) -> Iterator[tuple[Task, Row]]:
-        """``PoolRunner.run_dynamic`` on Dask: each lane is an actor (``_Lane``) on a worker of its own, and a
-        task goes to it as an actor call, which skips the scheduler's task machinery (a message the scheduler
-        forwards, or none with ``direct_to_workers``): about 3 ms a round trip here, where a task submitted
-        through the scheduler took 15 ms (the lanes' chunks lost more to those than they saved in master
-        solves). A call whose actor is lost (its worker died or left, which the driver checks every
-        ``WATCH_S`` while a call is out) comes back as a row without ``rows`` (the caller runs its points
-        again, with ``run``), and its lane gets a new actor, on a worker holding none if there is one, or
-        ends. A call that fails on a live actor is that call's failure only. The actors are kept on the
-        client for its next sweep (``_kept_lanes``)."""
+        """``PoolRunner.run_dynamic`` on Dask: each lane is an actor (``_Lane``) on a running worker of its own,
+        and a task goes to it as an actor call, which skips the scheduler's task machinery (a message the
+        scheduler forwards, or none with ``direct_to_workers``): about 3 ms a round trip here, where a task
+        submitted through the scheduler took 15 ms (the lanes' chunks lost more to those than they saved in
+        master solves). A call whose actor is lost comes back as a row without ``rows`` (the caller runs its
+        points again, with ``run``): one that fails with an OSError (its worker died), or whose actor the
+        driver finds gone (its worker left, or no longer holds it), which it checks at least every ``WATCH_S``
+        (such a call may never answer). The lane then gets a new actor on a running worker that holds no lane,
+        or ends (the other lanes take its points). A call that fails on a live actor is that call's failure
+        only. The actors are kept on the client for its next sweep (``_kept_lanes``)."""
         import queue
-
-        from dask.distributed import TimeoutError as DaskTimeout
 
         n = len(first)
         try:
-            lanes = self._kept_lanes(n)
-        except Exception as e:  # no worker could hold an actor: every task comes back without rows
+            lanes: list[Any] = self._kept_lanes(n)
+        except Exception as e:  # no worker could hold an actor in time: every task comes back without rows
             yield from ((t, error_row(f"no Dask worker could take this lane: {type(e).__name__}: {e}"))
                         for ts in first for t in ts)
             return
@@ -428,50 +433,49 @@ class DaskRunner:
             # hold the interpreter at exit
             threading.Thread(target=call, args=(number, lanes[lane], t), daemon=True).start()
 
-        def replace(lane: int) -> None:
-            """A new actor for ``lane`` (None if none can be had), on a live worker holding none if there is one."""
-            try:
-                alive = sorted(self.client.scheduler_info()["workers"])
-                used = {a._address for i, a in enumerate(lanes) if a is not None and i != lane}
-                free = [w for w in alive if w not in used] or alive
-                with self.client.as_current():
-                    lanes[lane] = self.client.submit(_Lane, self.fn, actor=True, pure=False,
-                                                     workers=free[:1]).result(timeout=REPLACE_S)
-            except (Exception, DaskTimeout):
-                lanes[lane] = None
-            self.client._codesign_lanes = None  # the kept lanes are no longer the ones made together
-
         def lost(lane: int, alive: set[str]) -> bool:
             a = lanes[lane]
             return a is None or a._address not in alive or a._future.status != "finished"
 
-        self._lanes_out = True  # until the last call is back (``close``)
+        def end(lane: int, why: str) -> list[tuple[Task, Row]]:
+            """Give up on the lane's calls in flight (their answers, if any come, are ignored); a new actor for it
+            on a running worker holding no lane, or None (the lane ends)."""
+            gone = [(out.pop(k)[1], error_row(why)) for k, (ln, _) in list(out.items()) if ln == lane]
+            lanes[lane] = None
+            self.client._codesign_lanes = None  # the kept lanes are no longer the ones made together
+            try:
+                used = {a._address for a in lanes if a is not None}
+                free = [w for w in self._running() if w not in used]
+                if free:
+                    lanes[lane] = self._actors([free[0]])[0]
+            except Exception:
+                pass  # (no worker took it in time: the lane ends)
+            return gone
+
         for lane, ts in enumerate(first):
             for t in ts:
                 submit(lane, t)
+        watched = time.monotonic()
         while out:
             try:
                 got = [done.get(timeout=WATCH_S)]
             except queue.Empty:
                 got = []
-                alive = set(self.client.scheduler_info()["workers"])
-                for number, (lane, _) in list(out.items()):
-                    if lost(lane, alive):  # its answer will never come: given up, and ignored if it does
-                        got.append((number, RuntimeError("the Dask worker holding this lane was lost")))
             back = []
+            if time.monotonic() - watched >= WATCH_S:  # also while other lanes keep answering
+                watched = time.monotonic()
+                alive = set(self._running())
+                for lane in sorted({ln for ln, _ in out.values()}):
+                    if lost(lane, alive):  # its calls' answers may never come
+                        back += end(lane, "the Dask worker holding this lane was lost")
             for number, result in got:
                 if number not in out:
                     continue  # a call given up on before, answering after all
                 lane, t = out.pop(number)
                 if isinstance(result, BaseException):
                     row = error_row(f"{type(result).__name__}: {result}")
-                    alive = set(self.client.scheduler_info()["workers"])
-                    if lost(lane, alive):
-                        for other, (ln, _) in list(out.items()):  # its other calls are lost with it
-                            if ln == lane:
-                                back.append((out.pop(other)[1], error_row("the Dask worker holding this lane was "
-                                                                          "lost")))
-                        replace(lane)
+                    if isinstance(result, OSError) or lost(lane, set(self._running())):
+                        back += end(lane, "the Dask worker holding this lane was lost")
                 else:
                     row = result
                 nxt = follow(t, row)
@@ -482,48 +486,72 @@ class DaskRunner:
                     else:
                         submit(lane, nxt)  # before the rows are recorded: its worker idles meanwhile
             yield from back
-        self._lanes_out = False
+
+    def _actors(self, where: Sequence[str]) -> list[Any]:
+        """A lane actor on each worker of ``where``, made at once (a round trip each), within ``REPLACE_S``. Made
+        with the client current: an actor's handle binds to the current client when it comes back, and one
+        bound to another client (the default) would wait for ever."""
+        from dask.distributed import wait
+        with self.client.as_current():
+            futures = [self.client.submit(_Lane, self.fn, actor=True, pure=False, workers=[w]) for w in where]
+            try:
+                wait(futures, timeout=REPLACE_S)  # (a worker paused or leaving meanwhile would never take one)
+            except Exception:
+                self.client.cancel(futures)
+                raise
+            return self.client.gather(futures)
 
     def _kept_lanes(self, n: int) -> list[Any]:
-        """``n`` lane actors, one per worker: the client's kept ones if they were made for this function and
-        these workers and are all alive, else new ones (made at once: 20-30 ms, a round trip each), kept on
-        the client (an attribute: they live and die with it)."""
-        addresses = sorted(self.client.scheduler_info()["workers"])
+        """``n`` lane actors, one per running worker: the client's kept ones if they were made for this function
+        and these workers and are all alive, else new ones (20-30 ms), kept on the client (an attribute: they
+        live and die with it). Kept actors still finishing an interrupted sweep's chunk serve the next sweep
+        after it, as new ones would: a worker runs its actors on one thread."""
+        addresses = self._running()
+        if len(addresses) < n:
+            raise RuntimeError(f"{n} lanes and {len(addresses)} running workers")
         key = (self.fn, tuple(addresses), n)
         kept = getattr(self.client, "_codesign_lanes", None)
         if kept is not None and kept[0] == key and all(a._future.status == "finished" and a._address in addresses
                                                        for a in kept[1]):
             return list(kept[1])
-        # created with the client current: an actor's handle binds to the current client when it comes back,
-        # and one bound to another client (the default) would wait for ever
-        with self.client.as_current():
-            lanes = self.client.gather([self.client.submit(_Lane, self.fn, actor=True, pure=False,
-                                                           workers=[addresses[i % len(addresses)]])
-                                        for i in range(n)])
+        lanes = self._actors(addresses[:n])
         self.client._codesign_lanes = (key, list(lanes))
         return lanes
 
     def run(self, tasks: Sequence[Task]) -> Iterator[tuple[Task, Row]]:
-        from dask.distributed import as_completed
+        """Each task as a Dask task. One whose workers died under it (Dask's KilledWorker, after its retries)
+        may only have waited on a worker beside the task that killed it: it runs again once, alone on the
+        cluster, and only a task that kills its workers then too is recorded as failed."""
+        from dask.distributed import KilledWorker, as_completed
 
         futures = {}
         for t in tasks:
             futures[self.client.submit(self.fn, t, pure=False)] = t
+        suspects = []
         try:
             for f in as_completed(list(futures), loop=self.client.loop):  # (not the default client's: maybe none)
                 t = futures[f]
                 try:
                     row = f.result()
+                except KilledWorker:
+                    suspects.append(t)
+                    continue
                 except Exception as e:
                     row = error_row(f"{type(e).__name__}: {e}")
                 yield t, row
         finally:
             self.client.cancel([f for f in futures if not f.done()])
+        for t in suspects:
+            f = self.client.submit(self.fn, t, pure=False)
+            try:
+                row = f.result()
+            except Exception as e:
+                row = error_row(f"{type(e).__name__}: {e}")
+            finally:
+                self.client.cancel([f])
+            yield t, row
 
     def close(self) -> None:
-        if getattr(self, "_lanes_out", False):
-            # interrupted with calls out: their actors finish those chunks first, so the next sweep makes new ones
-            self.client._codesign_lanes = None
         if self._owned:
             self.client.close()
             if self._cluster is not None:
