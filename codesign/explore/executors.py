@@ -452,6 +452,16 @@ class DaskRunner:
                 pass  # (no worker took it in time: the lane ends)
             return gone
 
+        def then(lane: int, t: Task, row: Row, back: list[tuple[Task, Row]]) -> None:
+            """``t``'s row, and the lane's next task sent before the rows are recorded (its worker idles meanwhile)."""
+            nxt = follow(t, row)
+            back.append((t, row))
+            if nxt is not None:
+                if lanes[lane] is None:
+                    back.append((nxt, error_row("no Dask worker could take this lane")))
+                else:
+                    submit(lane, nxt)
+
         for lane, ts in enumerate(first):
             for t in ts:
                 submit(lane, t)
@@ -461,30 +471,27 @@ class DaskRunner:
                 got = [done.get(timeout=WATCH_S)]
             except queue.Empty:
                 got = []
-            back = []
+            back: list[tuple[Task, Row]] = []
             if time.monotonic() - watched >= WATCH_S:  # also while other lanes keep answering
                 watched = time.monotonic()
                 alive = set(self._running())
                 for lane in sorted({ln for ln, _ in out.values()}):
                     if lost(lane, alive):  # its calls' answers may never come
-                        back += end(lane, "the Dask worker holding this lane was lost")
+                        for t, row in end(lane, "the Dask worker holding this lane was lost"):
+                            then(lane, t, row, back)
             for number, result in got:
                 if number not in out:
                     continue  # a call given up on before, answering after all
                 lane, t = out.pop(number)
+                gone: list[tuple[Task, Row]] = []
                 if isinstance(result, BaseException):
                     row = error_row(f"{type(result).__name__}: {result}")
                     if isinstance(result, OSError) or lost(lane, set(self._running())):
-                        back += end(lane, "the Dask worker holding this lane was lost")
+                        gone = end(lane, "the Dask worker holding this lane was lost")
                 else:
                     row = result
-                nxt = follow(t, row)
-                back.append((t, row))
-                if nxt is not None:
-                    if lanes[lane] is None:
-                        back.append((nxt, error_row("no Dask worker could take this lane")))
-                    else:
-                        submit(lane, nxt)  # before the rows are recorded: its worker idles meanwhile
+                for u, r in [(t, row), *gone]:
+                    then(lane, u, r, back)
             yield from back
 
     def _actors(self, where: Sequence[str]) -> list[Any]:
