@@ -207,3 +207,28 @@ def test_held_rows_an_answer_needed_are_given_again_after_a_rebind_with_the_new_
     x, y = used.solve(SPEC, 30.0), fresh.solve(SPEC, 30.0)
     assert x.status == y.status == "optimal"
     assert x.objective == pytest.approx(y.objective, rel=1e-9)
+
+
+@pytest.mark.parametrize("name", ["global", "\x00workload\x00"])
+def test_a_point_s_key_is_the_digest_of_its_whole_json_text(name):
+    """``point_key`` writes the workload's JSON once a plan and splices it into the rest: the text is the one
+    dumping the whole at once gives, also where a string of the problem holds the splice's placeholder (the
+    key then dumps the whole)."""
+    import hashlib
+    import json
+
+    from codesign.explore.sweep import _fields, _plain, point_key
+    from codesign.problem.model import Problem
+    from codesign.spec.yamlfile import load_yaml
+
+    doc = load_yaml(QUICK)
+    doc["topology"]["dims"][1]["name"] = name
+    memo: dict = {}
+    for pt in plan(doc, {"engine.area_budget": "2mm^2,3mm^2"}).points:
+        d = {n: _plain(getattr(pt.problem, n)) for n in _fields(Problem)}
+        for k in ("name", "description", "path"):
+            d.pop(k, None)
+        d["workload"] = {k: v for k, v in d["workload"].items() if k not in ("source", "name")}
+        opts = {"time_limit": 3.0, "extra": None, "checks": []}
+        whole = hashlib.sha256(json.dumps([d, opts], sort_keys=True, default=repr).encode()).hexdigest()[:20]
+        assert point_key(pt.problem, 3.0, memo=memo) == point_key(pt.problem, 3.0) == whole

@@ -630,17 +630,14 @@ class Master:
         bounds where a fresh build fixes them out: the same designs and the same values at each, one column
         each more for HiGHS. Call after the first ``solve`` (it compiles)."""
         m, eng = self.model, md.problem.engine
-        if self.compiled is None:
-            raise ValueError("restart needs a compiled master (solve it once first)")
+        why = self._unrestartable(eng)
+        if why is not None:
+            raise ValueError(why)
         out = frozenset(unusable(eng))
-        if not out >= self.ruled_out:
-            raise ValueError("the new budgets allow options the build ruled out; build a master for them")
         self.md, self.engine = md, eng
         bounds = {}
         for name, budget in (("area_budget", eng.area_budget_mm2), ("power_budget", eng.power_budget_w)):
             con = getattr(m, name, None)
-            if (con is None) != (budget is None):
-                raise ValueError(f"{name}: the new problem sets it and the built one does not, or the reverse")
             if con is not None:
                 con.set_value(con.body <= budget)
                 bounds[id(con)] = (None, budget)
@@ -672,7 +669,7 @@ class Master:
         where ``md`` differs in anything else, or its budgets could not restart this master. Call after the
         first ``solve`` (it compiles). For masters built without a hook (a family's): rows or bounds a hook
         added stay as it wrote them, for the old link times."""
-        if self.compiled is None or not self._rebinds(md):
+        if not self._rebinds(md):
             return False
         m, c = self.model, self.compiled
         old_md, old_worst = self.md, self.max_phase_us
@@ -710,12 +707,9 @@ class Master:
             e, area_budget_mm2=po.engine.area_budget_mm2, power_budget_w=po.engine.power_budget_w))
         if same != po or md.cells != old.cells or len(pn.topology.dims) != len(po.topology.dims):
             return False
-        m = self.model
-        for name, budget in (("area_budget", e.area_budget_mm2), ("power_budget", e.power_budget_w)):
-            if hasattr(m, name) != (budget is not None):
-                return False
-        if not frozenset(unusable(e)) >= self.ruled_out:
+        if self._unrestartable(e) is not None:
             return False
+        m = self.model
         if len(md.demands) != len(old.demands) or any(dataclasses.replace(a, phase_link_s=b.phase_link_s) != b
                                                       for a, b in zip(md.demands, old.demands)):
             return False
@@ -728,6 +722,18 @@ class Master:
             return True
         return md.space == old.space and all(net.option_costs(pn.topology, d) == net.option_costs(po.topology, d)
                                              for d in range(len(net.bandwidths)))
+
+    def _unrestartable(self, engine) -> str | None:
+        """Why ``restart`` cannot make this master one for ``engine``'s budgets, or None if it can: it must be
+        compiled, set the same budgets, and its build must have ruled out no option those budgets allow."""
+        if self.compiled is None:
+            return "restart needs a compiled master (solve it once first)"
+        if not frozenset(unusable(engine)) >= self.ruled_out:
+            return "the new budgets allow options the build ruled out; build a master for them"
+        for name, budget in (("area_budget", engine.area_budget_mm2), ("power_budget", engine.power_budget_w)):
+            if hasattr(self.model, name) != (budget is not None):
+                return f"{name}: the new problem sets it and the built one does not, or the reverse"
+        return None
 
     def smallest_at(self, spec: SolverSpec, T_us: float, time_limit_s: float) -> bool:
         """Among the designs the master admits at period ``T_us``, load the one of least area plus network
