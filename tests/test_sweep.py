@@ -108,6 +108,7 @@ def test_a_callers_dask_client_sweeps_in_lanes_on_kept_actors(tmp_path):
 
             def pause(dask_worker):  # (local: pickled by value for the worker)
                 from distributed.core import Status
+                dask_worker.memory_manager.memory_pause_fraction = False  # (its memory monitor would resume it)
                 dask_worker.status = Status.paused
             client.run(pause, workers=[sorted(client.scheduler_info()["workers"])[1]])
             deadline = time.monotonic() + 10
