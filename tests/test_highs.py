@@ -161,3 +161,29 @@ def test_an_lp_solved_again_and_again_gets_its_whole_time_limit_each_time():
         assert runs < 10_000, "HiGHS's clock did not run on across runs"
     st = c.solve(spec, 0.02)
     assert st.status == "optimal" and st.objective is not None
+
+
+def test_codesigns_highs_runs_on_the_calling_thread_alone():
+    """HiGHS's default thread count starts a helper thread at each run after its scheduler is reset, which spins
+    for work a serial simplex never gives it: on two cores, a core taken from a sweep's other worker. Every
+    Highs codesign makes (``new_highs``: the master's, the floors' relaxations) starts none."""
+    import os
+    import sys
+
+    import numpy as np
+
+    from codesign.milp.highs import new_highs
+
+    if not sys.platform.startswith("linux"):
+        import pytest
+        pytest.skip("counts the process's threads in /proc")
+    h = new_highs()
+    h.addVars(2, np.zeros(2), np.ones(2))
+    h.changeColsCost(2, np.arange(2, dtype=np.int32), np.array([-1.0, -2.0]))
+    h.addRow(-np.inf, 1.5, 2, np.arange(2, dtype=np.int32), np.ones(2))
+    h.resetGlobalScheduler(True)
+    before = len(os.listdir("/proc/self/task"))
+    h.run()
+    assert h.getInfo().objective_function_value == -2.5
+    assert len(os.listdir("/proc/self/task")) == before
+    h.resetGlobalScheduler(True)
