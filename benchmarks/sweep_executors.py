@@ -3,6 +3,11 @@ on the local pool and on a Dask LocalCluster, the variants alternating run by ru
 
     python benchmarks/sweep_executors.py                      # ResNet-50 ACE's 50-point grid, 3 rounds
     python benchmarks/sweep_executors.py --quickstart --rounds 5
+    python benchmarks/sweep_executors.py --bandwidths 10 --no-batches   # 100 points, lanes only
+
+``--bandwidths N`` sizes the grid: N bandwidths of the swept dimension (ResNet-50: 5 by default, each with ten area
+budgets; the quickstart: 20, each with two), so that a sweep's fixed costs (the plan, the first chunks of one
+point, a family the workers share) can be told from its per-point ones.
 
 Every executor is started and warmed up (a two-point sweep of other families) before the first timed sweep, and
 kept for the whole run, as a long-lived pool or cluster would be: what is timed is ``plan`` + ``run_plan`` of
@@ -29,6 +34,17 @@ GRIDS = {
     "resnet50": (str(ROOT / "problems" / "resnet50_ace_torus3d.yaml"),
                  {"topology.dims[0].bandwidth": "log:8GiB/s:128GiB/s:5", "engine.area_budget": "0.5mm^2:5mm^2:10"}),
 }
+
+
+def grid(name: str, bandwidths: int | None = None) -> tuple[str, dict[str, str]]:
+    """A grid of ``GRIDS`` with ``bandwidths`` values of its bandwidth axis (None: as there)."""
+    problem, params = GRIDS[name]
+    if bandwidths is None:
+        return problem, params
+    axis = next(k for k in params if k.endswith(".bandwidth"))
+    return problem, {**params, axis: params[axis].rsplit(":", 1)[0] + f":{bandwidths}"}
+
+
 WARM = {"schedule.chunks": "2,3"}  # two points of other families: imports, one per worker
 
 
@@ -36,6 +52,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quickstart", action="store_true", help="the quickstart's 40 points instead of ResNet-50's 50")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--bandwidths", type=int, default=None, help="bandwidths in the grid (its size; see above)")
+    ap.add_argument("--no-batches", action="store_true", help="leave out the batches on two workers")
     args = ap.parse_args()
 
     from dask.distributed import Client, LocalCluster
@@ -43,13 +61,15 @@ def main() -> None:
     from codesign.explore import executors
     from codesign.explore.sweep import VALIDATE, plan, run_plan
 
-    problem, params = GRIDS["quickstart" if args.quickstart else "resnet50"]
+    problem, params = grid("quickstart" if args.quickstart else "resnet50", args.bandwidths)
     clusters = {w: Client(LocalCluster(n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None,
                                        silence_logs=logging.CRITICAL), set_as_default=False) for w in (1, 2)}
     # (name, executor, workers, lanes)
     variants = [("local, 1", "local", 1, False), ("local, 2, lanes", "local", 2, True),
                 ("local, 2, batches", "local", 2, False), ("dask, 1", clusters[1], 1, False),
                 ("dask, 2, lanes", clusters[2], 2, True), ("dask, 2, batches", clusters[2], 2, False)]
+    if args.no_batches:
+        variants = [v for v in variants if "batches" not in v[0]]
     dynamic = {c: c.run_dynamic for c in (executors.PoolRunner, executors.DaskRunner)}
 
     def lanes(on: bool) -> None:
@@ -61,7 +81,7 @@ def main() -> None:
 
     walls: dict[str, list[float]] = {v[0]: [] for v in variants}
     work: dict[str, tuple[int, int]] = {}
-    print(f"{Path(problem).name}, {' x '.join(params)}; load average before: "
+    print(f"{Path(problem).name}, {' x '.join(f'{k} {v}' for k, v in params.items())}; load average before: "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     try:
         with tempfile.TemporaryDirectory() as d:
@@ -93,9 +113,14 @@ def main() -> None:
     def ratio(a: list[float], b: list[float]) -> float:
         return statistics.median(x / y for x, y in zip(a, b))
     for ex in ("local", "dask"):
-        one, lane, batch = walls[f"{ex}, 1"], walls[f"{ex}, 2, lanes"], walls[f"{ex}, 2, batches"]
-        print(f"{ex}: 1 -> 2 workers {ratio(one, lane):.2f}x with lanes, {ratio(one, batch):.2f}x with the batches; "
-              f"on two workers the lanes are {ratio(batch, lane):.2f}x the batches' speed")
+        one, lane = walls[f"{ex}, 1"], walls[f"{ex}, 2, lanes"]
+        each = ", ".join(f"{x / y:.2f}x" for x, y in zip(one, lane))
+        if args.no_batches:
+            print(f"{ex}: 1 -> 2 workers {ratio(one, lane):.2f}x with lanes ({each})")
+            continue
+        batch = walls[f"{ex}, 2, batches"]
+        print(f"{ex}: 1 -> 2 workers {ratio(one, lane):.2f}x with lanes ({each}), {ratio(one, batch):.2f}x with the "
+              f"batches; on two workers the lanes are {ratio(batch, lane):.2f}x the batches' speed")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
