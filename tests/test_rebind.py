@@ -177,6 +177,12 @@ def test_a_plan_reads_each_section_no_parameter_edits_once():
         assert pt.problem.solver is first.solver and pt.problem.schedule is first.schedule
     assert len({id(pt.problem.topology) for pt in pl.points}) == len(pl.points)
     assert len({id(pt.problem.engine) for pt in pl.points}) == len(pl.points)
+    # the engine's options are read once though the budget in their section is edited; an edited option is not
+    options = {r: {id(pt.problem.engine.resources[r]) for pt in pl.points} for r in first.engine.resources}
+    assert all(len(ids) == 1 for ids in options.values()), options
+    edited = plan(doc, {"engine.sram[0].area": "0.1mm^2,0.2mm^2"}).points
+    assert edited[0].problem.engine.resources["sram"] != edited[1].problem.engine.resources["sram"]
+    assert edited[0].problem.engine.resources["alu"] is edited[1].problem.engine.resources["alu"]
 
 
 def _edited(doc, values):
