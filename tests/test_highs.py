@@ -163,27 +163,69 @@ def test_an_lp_solved_again_and_again_gets_its_whole_time_limit_each_time():
     assert st.status == "optimal" and st.objective is not None
 
 
+def _lp(h):
+    """A two-column LP in ``h`` (its optimum -2.5)."""
+    import numpy as np
+    h.addVars(2, np.zeros(2), np.ones(2))
+    h.changeColsCost(2, np.arange(2, dtype=np.int32), np.array([-1.0, -2.0]))
+    h.addRow(-np.inf, 1.5, 2, np.arange(2, dtype=np.int32), np.ones(2))
+    return h
+
+
+def _threads_during_run(h) -> int:
+    """The threads this process gains while ``h`` runs (HiGHS's scheduler, reset before and after)."""
+    import os
+    h.resetGlobalScheduler(True)
+    before = len(os.listdir("/proc/self/task"))
+    try:
+        h.run()
+        return len(os.listdir("/proc/self/task")) - before
+    finally:
+        h.resetGlobalScheduler(True)
+
+
 def test_codesigns_highs_runs_on_the_calling_thread_alone():
     """HiGHS's default thread count starts a helper thread at each run after its scheduler is reset, which spins
     for work a serial simplex never gives it: on two cores, a core taken from a sweep's other worker. Every
     Highs codesign makes (``new_highs``: the master's, the floors' relaxations) starts none."""
-    import os
     import sys
 
-    import numpy as np
+    import highspy
+    import pytest
 
     from codesign.milp.highs import new_highs
 
     if not sys.platform.startswith("linux"):
-        import pytest
         pytest.skip("counts the process's threads in /proc")
-    h = new_highs()
-    h.addVars(2, np.zeros(2), np.ones(2))
-    h.changeColsCost(2, np.arange(2, dtype=np.int32), np.array([-1.0, -2.0]))
-    h.addRow(-np.inf, 1.5, 2, np.arange(2, dtype=np.int32), np.ones(2))
-    h.resetGlobalScheduler(True)
-    before = len(os.listdir("/proc/self/task"))
-    h.run()
+    plain = highspy.Highs()
+    plain.setOptionValue("output_flag", False)
+    if _threads_during_run(_lp(plain)) == 0:
+        pytest.skip("HiGHS's default starts no helper thread on this machine (one core)")
+    h = _lp(new_highs())
+    assert _threads_during_run(h) == 0
     assert h.getInfo().objective_function_value == -2.5
-    assert len(os.listdir("/proc/self/task")) == before
-    h.resetGlobalScheduler(True)
+
+
+def test_the_floors_are_computed_whatever_scheduler_a_callers_solve_left():
+    """A run on one thread fails while HiGHS's scheduler of another thread count is alive (one a caller's own
+    solve left running: Pyomo's interface, no count named, takes every core): the floors' LPs reset it first,
+    so every design within the budgets gets its floor."""
+    import highspy
+    import numpy as np
+    from conftest import ROOT
+
+    from codesign.milp.data import model_data
+    from codesign.milp.master import Master
+    from codesign.problem.load import load_problem
+
+    other = _lp(highspy.Highs())
+    other.setOptionValue("output_flag", False)
+    other.setOptionValue("threads", 2)
+    other.resetGlobalScheduler(True)
+    other.run()  # its scheduler of two threads stays alive
+    try:
+        m = Master(model_data(load_problem(ROOT / "problems" / "resnet50_ace_torus3d.yaml")))
+        m.prepare(float("inf"))
+        assert m.fits.any() and not np.isnan(m.relaxed[m.fits]).any()
+    finally:
+        highspy.Highs.resetGlobalScheduler(True)

@@ -665,42 +665,44 @@ class CompiledModel:
         S = highspy.HighsModelStatus
         tol = h.getOptionValue("primal_feasibility_tolerance")[1]  # getOptions() copies them all: 30 us
         t0 = time.perf_counter()
-        while True:
-            h.run()
-            if started and h.getModelStatus() == S.kSolveError:
-                # HiGHS takes a start that meets its feasibility tolerance only just, then can reject the answer
-                # it reached from it (a row off by the tolerance: "solve error"); the same model solves from
-                # scratch, so run again without the start, in the time left
-                h.clearSolver()
-                limit(float(time_limit_s) - (time.perf_counter() - t0))
+        try:
+            while True:
                 h.run()
-            ms = h.getModelStatus()
-            info = h.getInfo()
-            has = info.primal_solution_status == highspy.kSolutionStatusFeasible
-            sol = h.getSolution() if has else None
-            broken = self.held.broken(np.asarray(sol.col_value), tol) if has else ()
-            if ms in (S.kUnbounded, S.kUnboundedOrInfeasible) and not self.held.given.all():
-                # without the rows held back the relaxation may be unbounded (a hook's free variable that
-                # only those rows bound): give HiGHS every one, and solve again
-                broken, has = np.flatnonzero(~self.held.given), False
-            if not len(broken):
-                break
-            # the answer breaks rows held back (``_Held``): HiGHS gets them and solves again, from that answer
-            # (which it repairs as it does a start that a new cut breaks), in the time left; once most held
-            # rows were needed, the rest likely are too, and each later break would cost a run: all of them
-            self._give(broken)
-            if self.held.given.mean() > GIVE_ALL and not self.held.given.all():
-                self._give(np.flatnonzero(~self.held.given))
-            left = float(time_limit_s) - (time.perf_counter() - t0)
-            if ms not in (S.kOptimal, S.kUnbounded, S.kUnboundedOrInfeasible) or left <= 0:
-                has = False  # an answer of the relaxation only; its bound holds for the model
-                break
-            if sol is not None:
-                h.setSolution(sol)
-                started = True
-            limit(left)
+                if started and h.getModelStatus() == S.kSolveError:
+                    # HiGHS takes a start that meets its feasibility tolerance only just, then can reject the answer
+                    # it reached from it (a row off by the tolerance: "solve error"); the same model solves from
+                    # scratch, so run again without the start, in the time left
+                    h.clearSolver()
+                    limit(float(time_limit_s) - (time.perf_counter() - t0))
+                    h.run()
+                ms = h.getModelStatus()
+                info = h.getInfo()
+                has = info.primal_solution_status == highspy.kSolutionStatusFeasible
+                sol = h.getSolution() if has else None
+                broken = self.held.broken(np.asarray(sol.col_value), tol) if has else ()
+                if ms in (S.kUnbounded, S.kUnboundedOrInfeasible) and not self.held.given.all():
+                    # without the rows held back the relaxation may be unbounded (a hook's free variable that
+                    # only those rows bound): give HiGHS every one, and solve again
+                    broken, has = np.flatnonzero(~self.held.given), False
+                if not len(broken):
+                    break
+                # the answer breaks rows held back (``_Held``): HiGHS gets them and solves again, from that answer
+                # (which it repairs as it does a start that a new cut breaks), in the time left; once most held
+                # rows were needed, the rest likely are too, and each later break would cost a run: all of them
+                self._give(broken)
+                if self.held.given.mean() > GIVE_ALL and not self.held.given.all():
+                    self._give(np.flatnonzero(~self.held.given))
+                left = float(time_limit_s) - (time.perf_counter() - t0)
+                if ms not in (S.kOptimal, S.kUnbounded, S.kUnboundedOrInfeasible) or left <= 0:
+                    has = False  # an answer of the relaxation only; its bound holds for the model
+                    break
+                if sol is not None:
+                    h.setSolution(sol)
+                    started = True
+                limit(left)
+        finally:  # (an error in between must not leave the next solver in this process another thread count)
+            h.resetGlobalScheduler(True)
         wall = time.perf_counter() - t0
-        h.resetGlobalScheduler(True)
         obj = self.sense * info.objective_function_value + self.offset if has else None
         raw_bound = info.mip_dual_bound if integer else info.objective_function_value
         bound = self.sense * raw_bound + self.offset if raw_bound is not None and math.isfinite(raw_bound) else None

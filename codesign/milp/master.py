@@ -299,24 +299,29 @@ class Master:
                  for r in self.sized]
         yc = np.concatenate(ycols)
         S = highspy.HighsModelStatus
-        for d in todo:  # in the order of ``designs``: the next design differs in one resource, mostly
-            left = deadline - time.perf_counter()
-            if left <= 0:
-                break
-            set_time_limit(h, left, lp=True)
-            fix = np.concatenate([(np.arange(len(cols)) == self.designs[d, j]).astype(float)
-                                  for j, cols in enumerate(ycols)])
-            h.changeColsBounds(len(yc), yc, fix, fix)
-            h.run()
-            ms = h.getModelStatus()
-            if ms == S.kOptimal:
-                self.relaxed[d] = h.getInfo().objective_function_value
-                if self._completion is None:
-                    self._completion = np.full((len(self.designs), n), np.nan)
-                self._completion[d] = h.getSolution().col_value
-            elif ms == S.kInfeasible:
-                self.relaxed[d] = np.inf
+        # a run on one thread (``new_highs``) fails while HiGHS's scheduler of another count is alive: one a
+        # solve of the caller's left (Pyomo's own interface, no thread count named, takes every core)
         h.resetGlobalScheduler(True)
+        try:
+            for d in todo:  # in the order of ``designs``: the next design differs in one resource, mostly
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    break
+                set_time_limit(h, left, lp=True)
+                fix = np.concatenate([(np.arange(len(cols)) == self.designs[d, j]).astype(float)
+                                      for j, cols in enumerate(ycols)])
+                h.changeColsBounds(len(yc), yc, fix, fix)
+                h.run()
+                ms = h.getModelStatus()
+                if ms == S.kOptimal:
+                    self.relaxed[d] = h.getInfo().objective_function_value
+                    if self._completion is None:
+                        self._completion = np.full((len(self.designs), n), np.nan)
+                    self._completion[d] = h.getSolution().col_value
+                elif ms == S.kInfeasible:
+                    self.relaxed[d] = np.inf
+        finally:
+            h.resetGlobalScheduler(True)
 
     def _refloor(self, deadline: float) -> None:
         """Before a solve: ``relaxed`` at the designs within the budgets not yet computed (until ``deadline``),
