@@ -5,6 +5,11 @@ on the local pool and on a Dask LocalCluster, the variants alternating run by ru
     python benchmarks/sweep_executors.py --quickstart --rounds 5
     python benchmarks/sweep_executors.py --bandwidths 10 --no-batches   # 100 points, lanes only
 
+``--alone`` runs each executor with no other alive: a block of ``--rounds`` sweeps on a new pool or cluster (warmed up
+first, then closed), the executors' blocks in turn, ``--blocks`` times. Otherwise the two pools and the two clusters
+are all alive for the whole run, and an idle cluster's heartbeats and monitors take their share of the two cores
+(about 6% of one core for the two clusters here).
+
 ``--bandwidths N`` sizes the grid: N bandwidths of the swept dimension (ResNet-50: 5 by default, each with ten area
 budgets; the quickstart: 20, each with two), so that a sweep's fixed costs (the plan, the first chunks of one
 point, a family the workers share) can be told from its per-point ones.
@@ -54,7 +59,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--bandwidths", type=int, default=None, help="bandwidths in the grid (its size; see above)")
     ap.add_argument("--no-batches", action="store_true", help="leave out the batches on two workers")
+    ap.add_argument("--alone", action="store_true", help="each executor with no other alive (see above)")
+    ap.add_argument("--blocks", type=int, default=2, help="blocks of rounds per executor with --alone")
     args = ap.parse_args()
+    if args.alone:
+        return alone(args)
 
     from dask.distributed import Client, LocalCluster
 
@@ -85,9 +94,10 @@ def main() -> None:
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     try:
         with tempfile.TemporaryDirectory() as d:
-            for _, ex, w, on in variants:
+            for name, ex, w, on in variants:  # (each its own file: a sweep resumes from one it finds)
                 lanes(on)
-                run_plan(plan(problem, WARM, checks=[VALIDATE]), executor=ex, workers=w, out=Path(d) / "warm.csv")
+                run_plan(plan(problem, WARM, checks=[VALIDATE]), executor=ex, workers=w,
+                         out=Path(d) / f"warm-{name}.csv")
             for r in range(args.rounds):
                 for name, ex, w, on in variants:
                     lanes(on)
@@ -121,6 +131,62 @@ def main() -> None:
         batch = walls[f"{ex}, 2, batches"]
         print(f"{ex}: 1 -> 2 workers {ratio(one, lane):.2f}x with lanes ({each}), {ratio(one, batch):.2f}x with the "
               f"batches; on two workers the lanes are {ratio(batch, lane):.2f}x the batches' speed")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def alone(args: argparse.Namespace) -> None:
+    """``--alone``: one worker against two, each executor with no other alive, lanes on two workers."""
+    from dask.distributed import Client, LocalCluster
+
+    from codesign.explore import executors
+    from codesign.explore.sweep import VALIDATE, plan, run_plan
+
+    problem, params = grid("quickstart" if args.quickstart else "resnet50", args.bandwidths)
+    names = ["local, 1", "local, 2", "dask, 1", "dask, 2"]
+    walls: dict[str, list[list[float]]] = {n: [] for n in names}  # per block, its rounds
+    work: dict[str, tuple[int, int]] = {}
+    print(f"{Path(problem).name}, {' x '.join(f'{k} {v}' for k, v in params.items())}; each executor alone; "
+          f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    with tempfile.TemporaryDirectory() as d:
+        for b in range(args.blocks):
+            for name in names:
+                kind, w = name.split(", ")[0], int(name.split(", ")[1])
+                client = (Client(LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
+                                              dashboard_address=None, silence_logs=logging.CRITICAL),
+                                 set_as_default=False) if kind == "dask" else None)
+                ex = client if client is not None else "local"
+                try:
+                    run_plan(plan(problem, WARM, checks=[VALIDATE]), executor=ex, workers=w,
+                             out=Path(d) / f"warm-{b}-{name}.csv")
+                    block = []
+                    for r in range(args.rounds):
+                        t0 = time.perf_counter()
+                        df = run_plan(plan(problem, params, checks=[VALIDATE]), executor=ex, workers=w,
+                                      out=Path(d) / f"{b}-{r}-{name}.csv")
+                        block.append(time.perf_counter() - t0)
+                        work[name] = (int(df["master_solves"].sum()), int(df["evaluations"].sum()))
+                        if not (df["status"] == "optimal").all():
+                            raise SystemExit(f"{name}: not every point optimal")
+                    walls[name].append(block)
+                finally:
+                    if client is not None:
+                        cluster = client.cluster
+                        client.close()
+                        cluster.close()
+                    executors.shutdown_pools()
+    print(f"| executor, workers | wall (s), median of {args.blocks} x {args.rounds} | each block's rounds | "
+          "master solves, replays (last round) |")
+    print("|---|---|---|---|")
+    for name in names:
+        every = [x for block in walls[name] for x in block]
+        print(f"| {name} | {statistics.median(every):.2f} | "
+              f"{'; '.join(', '.join(f'{x:.2f}' for x in block) for block in walls[name])} | "
+              f"{work[name][0]}, {work[name][1]} |")
+    for kind in ("local", "dask"):
+        each = [statistics.median(a) / statistics.median(b)
+                for a, b in zip(walls[f"{kind}, 1"], walls[f"{kind}, 2"])]
+        print(f"{kind}: 1 -> 2 workers {statistics.median(each):.2f}x (each block's median walls: "
+              f"{', '.join(f'{x:.2f}x' for x in each)})")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
