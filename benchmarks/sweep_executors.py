@@ -151,11 +151,13 @@ def alone(args: argparse.Namespace) -> None:
         for b in range(args.blocks):
             for name in names:
                 kind, w = name.split(", ")[0], int(name.split(", ")[1])
-                client = (Client(LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
-                                              dashboard_address=None, silence_logs=logging.CRITICAL),
-                                 set_as_default=False) if kind == "dask" else None)
-                ex = client if client is not None else "local"
+                cluster = client = None
                 try:
+                    if kind == "dask":
+                        cluster = LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
+                                               dashboard_address=None, silence_logs=logging.CRITICAL)
+                        client = Client(cluster, set_as_default=False)
+                    ex = client if client is not None else "local"
                     run_plan(plan(problem, WARM, checks=[VALIDATE]), executor=ex, workers=w,
                              out=Path(d) / f"warm-{b}-{name}.csv")
                     block = []
@@ -169,11 +171,13 @@ def alone(args: argparse.Namespace) -> None:
                             raise SystemExit(f"{name}: not every point optimal")
                     walls[name].append(block)
                 finally:
-                    if client is not None:
-                        cluster = client.cluster
-                        client.close()
-                        cluster.close()
-                    executors.shutdown_pools()
+                    try:
+                        if client is not None:
+                            client.close()
+                    finally:
+                        if cluster is not None:
+                            cluster.close()
+                        executors.shutdown_pools()
     print(f"| executor, workers | wall (s), median of {args.blocks} x {args.rounds} | each block's rounds | "
           "master solves, replays (last round) |")
     print("|---|---|---|---|")

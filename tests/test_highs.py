@@ -173,13 +173,14 @@ def _lp(h):
 
 
 def _threads_during_run(h) -> int:
-    """The threads this process gains while ``h`` runs (HiGHS's scheduler, reset before and after)."""
+    """The threads that start while ``h`` runs and are still alive after (HiGHS's scheduler, reset before and
+    after): thread ids new since before the run, so that another thread ending meanwhile counts for nothing."""
     import os
     h.resetGlobalScheduler(True)
-    before = len(os.listdir("/proc/self/task"))
+    before = set(os.listdir("/proc/self/task"))
     try:
         h.run()
-        return len(os.listdir("/proc/self/task")) - before
+        return len(set(os.listdir("/proc/self/task")) - before)
     finally:
         h.resetGlobalScheduler(True)
 

@@ -185,6 +185,34 @@ def test_a_plan_reads_each_section_no_parameter_edits_once():
     assert edited[0].problem.engine.resources["alu"] is edited[1].problem.engine.resources["alu"]
 
 
+def test_a_warning_about_an_option_names_the_line_of_each_points_own_document():
+    """An option written as one number may be the very same object in a point's document at another line (or at
+    none: a parameter that replaces the whole engine); the plan reads it again there, so that its warning names
+    what the point's document says, as the point parsed alone does."""
+    import warnings
+
+    from codesign.errors import InputWarning
+    from codesign.problem.load import parse_problem
+    from codesign.spec.yamlfile import load_yaml
+
+    doc = load_yaml(QUICK)
+    doc["engine"]["alu"] = 100  # a bare number: 100 B/s, which the reader warns about (at the line of alu:)
+    engines = [{"type": "ace", "area_budget": b, "sram": "2 MiB", "alu": 100, "dma": "400 GB/s"}
+               for b in ("2 mm^2", "3 mm^2")]
+
+    def alu_notes(fn):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = fn()
+        return out, [str(w.message) for w in seen if issubclass(w.category, InputWarning) and "alu" in str(w.message)]
+
+    pl, notes = alu_notes(lambda: plan(doc, {"engine": engines}))
+    for pt in pl.points:
+        _, alone = alu_notes(lambda pt=pt: parse_problem(_edited(doc, pt.values), "<document>"))
+        assert alone and all(n in notes for n in alone), (alone, notes)
+    assert notes[0] != notes[-1]  # the file's own line, then the points' documents, which have none
+
+
 def _edited(doc, values):
     """``doc`` with the sweep's values set (``explore.params.apply``)."""
     from codesign.explore.params import apply, parse_path

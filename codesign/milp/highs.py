@@ -701,8 +701,8 @@ class CompiledModel:
                     started = True
                 limit(left)
         finally:  # (an error in between must not leave the next solver in this process another thread count)
+            wall = time.perf_counter() - t0
             h.resetGlobalScheduler(True)
-        wall = time.perf_counter() - t0
         obj = self.sense * info.objective_function_value + self.offset if has else None
         raw_bound = info.mip_dual_bound if integer else info.objective_function_value
         bound = self.sense * raw_bound + self.offset if raw_bound is not None and math.isfinite(raw_bound) else None

@@ -449,7 +449,9 @@ def engine(ctx: Ctx, e: Any, n: NPU, top: YMap) -> Engine:
     sized = tuple(r.name for r in ENGINES[kind].resources)
     m = section(ctx, e, p, common + sized + ENGINES[kind].extra_keys, ("type",) + sized)
     # (a sweep along a budget edits this section but not its options: they are read once a plan)
-    resources = {r: _once(ctx, m[r], (r, n), lambda _, r=r: _options(ctx, m, r, n)) for r in sized}
+    # (keyed by the line too: a value written as one number may be the same object at another line, and the
+    # warnings about it name the line)
+    resources = {r: _once(ctx, m[r], (r, n, line_of(m, r)), lambda _, r=r: _options(ctx, m, r, n)) for r in sized}
 
     def coeff(k: str, default: float) -> float:
         return number(ctx, m.get(k, default), join_path(p, k), line_of(m, k), lo=0)
