@@ -448,9 +448,8 @@ def engine(ctx: Ctx, e: Any, n: NPU, top: YMap) -> Engine:
     common = ("type", "endpoint_delay", "area_budget", "power_budget", "fixed_area", "fixed_power")
     sized = tuple(r.name for r in ENGINES[kind].resources)
     m = section(ctx, e, p, common + sized + ENGINES[kind].extra_keys, ("type",) + sized)
-    # (a sweep along a budget edits this section but not its options: they are read once a plan)
-    # (keyed by the line too: a value written as one number may be the same object at another line, and the
-    # warnings about it name the line)
+    # a sweep along a budget edits this section but not its options: they are read once a plan (keyed by their
+    # line too: an option written as one number may be the same object at another line, which its warning names)
     resources = {r: _once(ctx, m[r], (r, n, line_of(m, r)), lambda _, r=r: _options(ctx, m, r, n)) for r in sized}
 
     def coeff(k: str, default: float) -> float:
