@@ -5,9 +5,11 @@ condition, the incumbent and the best bound without raising on a non-optimal res
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,26 +72,29 @@ def set_time_limit(h: Any, left_s: float, lp: bool) -> None:
     h.setOptionValue("time_limit", max(0.01, left_s) + (h.getRunTime() if lp else 0.0))
 
 
-def reset_scheduler() -> None:
-    """Drop HiGHS's thread pool. HiGHS keeps one per process, sized by the first solve; a later solve that
-    asks for another number of threads fails (a solve through Pyomo that names none takes every core), so
-    each solve here resets it before and after."""
+@contextlib.contextmanager
+def own_scheduler() -> Iterator[None]:
+    """HiGHS's thread pool dropped before and after the runs within (whatever happens in between). HiGHS keeps
+    one per process, sized by the run that starts it; a run that asks for another number of threads fails
+    while it lives (a solve through Pyomo that names none takes every core; codesign's runs take one,
+    ``new_highs``, or the problem's ``solver.threads``), so each solve here starts and leaves none."""
     import highspy
     highspy.Highs.resetGlobalScheduler(True)
+    try:
+        yield
+    finally:
+        highspy.Highs.resetGlobalScheduler(True)
 
 
 def pyomo_highs(m: pyo.ConcreteModel, *, threads: int = 1, solver_options: dict | None = None, **options: Any):
     """One solve of ``m`` through Pyomo's HiGHS interface, silent, its solution left unloaded, HiGHS's thread
-    pool reset around it (``reset_scheduler``); ``options`` are the interface's (``time_limit``, ``rel_gap``).
+    pool reset around it (``own_scheduler``); ``options`` are the interface's (``time_limit``, ``rel_gap``).
     Returns Pyomo's results."""
-    reset_scheduler()
-    try:
+    with own_scheduler():
         return SolverFactory("highs").solve(m, load_solutions=False, raise_exception_on_nonoptimal_result=False,
                                             tee=False, threads=threads,
                                             solver_options={"output_flag": False, **(solver_options or {})},
                                             **options)
-    finally:
-        reset_scheduler()
 
 
 def solve_model(m: pyo.ConcreteModel, spec: SolverSpec, time_limit_s: float | None = None) -> SolveStats:
@@ -124,9 +129,9 @@ def solve_model(m: pyo.ConcreteModel, spec: SolverSpec, time_limit_s: float | No
 def new_highs() -> Any:
     """A silent highspy.Highs on one thread, its start-up banner kept off stdout (``--json`` prints only JSON
     there). One thread unless a caller sets more (``CompiledModel.solve`` sets the problem's): HiGHS's default
-    (0, automatic) starts a helper thread at each run after a ``resetGlobalScheduler``, which spins for work a
-    serial simplex never gives it (a quickstart sweep: 0.28 s of CPU in 1.74 s), taking a core from the
-    sweep's other worker."""
+    (0, automatic) starts a helper thread at each run after its thread pool is reset (``own_scheduler``),
+    which spins for work a serial simplex never gives it (a quickstart sweep: 0.28 s of CPU in 1.74 s),
+    taking a core from the sweep's other worker."""
     import os
     import sys
     sys.stdout.flush()
@@ -646,9 +651,6 @@ class CompiledModel:
             started = True
         elif started:
             h.setSolution(self._start)
-        # HiGHS keeps one thread pool per process, sized by its first solve; a solve asking for another
-        # size fails unless the pool is reset first (and after, for the next solver in this process)
-        h.resetGlobalScheduler(True)
         integer, nb, free = self._counts()
 
         def limit(left: float) -> None:
@@ -665,7 +667,7 @@ class CompiledModel:
         S = highspy.HighsModelStatus
         tol = h.getOptionValue("primal_feasibility_tolerance")[1]  # getOptions() copies them all: 30 us
         t0 = time.perf_counter()
-        try:
+        with own_scheduler():  # (another thread count than the last run's)
             while True:
                 h.run()
                 if started and h.getModelStatus() == S.kSolveError:
@@ -700,9 +702,7 @@ class CompiledModel:
                     h.setSolution(sol)
                     started = True
                 limit(left)
-        finally:  # (an error in between must not leave the next solver in this process another thread count)
             wall = time.perf_counter() - t0
-            h.resetGlobalScheduler(True)
         obj = self.sense * info.objective_function_value + self.offset if has else None
         raw_bound = info.mip_dual_bound if integer else info.objective_function_value
         bound = self.sense * raw_bound + self.offset if raw_bound is not None and math.isfinite(raw_bound) else None

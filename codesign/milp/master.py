@@ -68,7 +68,7 @@ from ..platform.network import key as net_key
 from ..platform.pools import sram_need
 from ..problem.model import SolverSpec
 from .data import TIME_UNIT, ModelData, Term
-from .highs import CompiledModel, SolveStats, set_time_limit
+from .highs import CompiledModel, SolveStats, own_scheduler, set_time_limit
 from .lateness import Shape, instance, separable
 
 #: A relative tolerance for "this cut is violated" (the master's T is in microseconds).
@@ -299,10 +299,7 @@ class Master:
                  for r in self.sized]
         yc = np.concatenate(ycols)
         S = highspy.HighsModelStatus
-        # a run on one thread (``new_highs``) fails while HiGHS's scheduler of another count is alive: one a
-        # solve of the caller's left (Pyomo's own interface, no thread count named, takes every core)
-        h.resetGlobalScheduler(True)
-        try:
+        with own_scheduler():  # (a caller's own solve may have left one of another thread count)
             for d in todo:  # in the order of ``designs``: the next design differs in one resource, mostly
                 left = deadline - time.perf_counter()
                 if left <= 0:
@@ -320,8 +317,6 @@ class Master:
                     self._completion[d] = h.getSolution().col_value
                 elif ms == S.kInfeasible:
                     self.relaxed[d] = np.inf
-        finally:
-            h.resetGlobalScheduler(True)
 
     def _refloor(self, deadline: float) -> None:
         """Before a solve: ``relaxed`` at the designs within the budgets not yet computed (until ``deadline``),

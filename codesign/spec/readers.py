@@ -25,10 +25,11 @@ class Ctx:
     def __init__(self, file: str, *, confine: bool = False, memo: dict | None = None) -> None:
         self.file = file
         # (a sweep's points share a memo and one file: its folder is resolved once, not per point)
-        key = ("folder", file)
-        self.dir = memo[key] if memo is not None and key in memo else Path(file).resolve().parent
-        if memo is not None:
-            memo[key] = self.dir
+        self.dir = memo.get(("folder", file)) if memo is not None else None
+        if self.dir is None:
+            self.dir = Path(file).resolve().parent
+            if memo is not None:
+                memo["folder", file] = self.dir
         self.confine_to: Path | None = self.dir if confine else None
         self.notes: list[str] = []  # warnings held until the file has loaded without error
         #: sections already read by an earlier document of the same file (a sweep's points), by what they say
