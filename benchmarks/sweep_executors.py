@@ -10,6 +10,11 @@ first, then closed), the executors' blocks in turn, ``--blocks`` times. Otherwis
 are all alive for the whole run, and an idle cluster's heartbeats and monitors take their share of the two cores
 (about 6% of one core for the two clusters here).
 
+``--young A,B`` compares two values of the collector's youngest threshold while a batch runs
+(``points.YOUNG_THRESHOLD``, set in each Dask worker through ``Client.run`` and in this process for the serial
+runs): the sweep in this process and on warm Dask clusters of one and two workers, the two values alternating
+round by round (which goes first alternating too), and each executor's ratio as the median over rounds.
+
 ``--bandwidths N`` sizes the grid: N bandwidths of the swept dimension (ResNet-50: 5 by default, each with ten area
 budgets; the quickstart: 20, each with two), so that a sweep's fixed costs (the plan, the first chunks of one
 point, a family the workers share) can be told from its per-point ones.
@@ -61,9 +66,12 @@ def main() -> None:
     ap.add_argument("--no-batches", action="store_true", help="leave out the batches on two workers")
     ap.add_argument("--alone", action="store_true", help="each executor with no other alive (see above)")
     ap.add_argument("--blocks", type=int, default=2, help="blocks of rounds per executor with --alone")
+    ap.add_argument("--young", help="two values of points.YOUNG_THRESHOLD to compare, e.g. 700,10000 (see above)")
     args = ap.parse_args()
     if args.alone:
         return alone(args)
+    if args.young:
+        return young(args)
 
     from dask.distributed import Client, LocalCluster
 
@@ -191,6 +199,65 @@ def alone(args: argparse.Namespace) -> None:
                 for a, b in zip(walls[f"{kind}, 1"], walls[f"{kind}, 2"])]
         print(f"{kind}: 1 -> 2 workers {statistics.median(each):.2f}x (each block's median walls: "
               f"{', '.join(f'{x:.2f}x' for x in each)})")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def _set_young(value: int) -> int:
+    """In a worker (``Client.run``) or here: the youngest threshold a batch runs with."""
+    from codesign.explore import points
+    points.YOUNG_THRESHOLD = value
+    return value
+
+
+def young(args: argparse.Namespace) -> None:
+    """``--young A,B``: the sweep with each of two youngest thresholds, in this process and on Dask."""
+    from dask.distributed import Client, LocalCluster
+
+    from codesign.explore import points
+    from codesign.explore.sweep import VALIDATE, plan, run_plan
+
+    values = [int(v) for v in args.young.split(",")]
+    if len(values) != 2:
+        raise SystemExit("--young takes two values, e.g. 700,10000")
+    problem, params = grid("quickstart" if args.quickstart else "resnet50", args.bandwidths)
+    print(f"{Path(problem).name}, {' x '.join(f'{k} {v}' for k, v in params.items())}; youngest threshold "
+          f"{values[0]} against {values[1]}; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    clients = {w: Client(LocalCluster(n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None,
+                                      silence_logs=logging.CRITICAL), set_as_default=False) for w in (1, 2)}
+    executors = [("serial", "serial", 1), ("dask, 1", clients[1], 1), ("dask, 2", clients[2], 2)]
+    walls: dict[tuple[str, int], list[float]] = {(n, v): [] for n, _, _ in executors for v in values}
+    kept = points.YOUNG_THRESHOLD
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            for name, ex, w in executors:
+                run_plan(plan(problem, WARM, checks=[VALIDATE]), executor=ex, workers=w,
+                         out=Path(d) / f"warm-{name}.csv")
+            for r in range(args.rounds):
+                for name, ex, w in executors:
+                    for v in (values if r % 2 == 0 else values[::-1]):
+                        if ex == "serial":
+                            _set_young(v)
+                        else:
+                            ex.run(_set_young, v)
+                        t0 = time.perf_counter()
+                        df = run_plan(plan(problem, params, checks=[VALIDATE]), executor=ex, workers=w,
+                                      out=Path(d) / f"{r}-{name}-{v}.csv")
+                        walls[name, v].append(time.perf_counter() - t0)
+                        if not (df["status"] == "optimal").all():
+                            raise SystemExit(f"{name}: not every point optimal")
+    finally:
+        points.YOUNG_THRESHOLD = kept
+        for c in clients.values():
+            cluster = c.cluster
+            c.close()
+            cluster.close()
+    print(f"| executor, workers | wall (s) at {values[0]}, median of {args.rounds} | at {values[1]} | "
+          f"{values[0]} / {values[1]} (median of the rounds' ratios) |")
+    print("|---|---|---|---|")
+    for name, _, _ in executors:
+        a, b = walls[name, values[0]], walls[name, values[1]]
+        print(f"| {name} | {statistics.median(a):.3f} | {statistics.median(b):.3f} | "
+              f"{statistics.median(x / y for x, y in zip(a, b)):.3f} |")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

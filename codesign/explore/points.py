@@ -4,12 +4,14 @@ imports the other at module level.
 """
 from __future__ import annotations
 
+import gc
 import heapq
 import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,14 +143,47 @@ def run_point(task: PointTask) -> dict[str, Any]:
 def run_batch(batch: BatchTask) -> dict[str, Any]:
     """Run a batch's points in order; ``{"rows": [each point's row]}``. Never raises. The first batch of a
     sweep in this process drops the families and answers of the sweep before (a pool's workers outlive a
-    sweep: ``executors.PoolRunner``)."""
+    sweep: ``executors.PoolRunner``). The garbage collector runs less often meanwhile (``paced_collections``)."""
     global _sweep
     with _SOLVE_LOCK:
         if batch.sweep != _sweep:
             _families.clear()
             _answers.clear()
             _sweep = batch.sweep
-    return {"rows": [run_point(t) for t in batch.tasks]}
+    with paced_collections():
+        return {"rows": [run_point(t) for t in batch.tasks]}
+
+
+#: Objects allocated, net of those freed, before the collector's youngest generation is collected while a
+#: batch runs (Python's default is 700; our calibration, BENCHMARKS.md "Fewer collections"). A sweep's worker
+#: keeps its families' masters and replays alive between points, and almost all a point allocates is either
+#: freed by reference counting or kept with its family: a collection of the youngest objects frees next to
+#: nothing, and every tenth of the next generation's, every hundredth a full one, walks the families' objects
+#: again. With 700, ResNet-50's 50-point grid ran 7 full collections (7 ms each) and 900 others a sweep in one
+#: worker.
+YOUNG_THRESHOLD = 10_000
+_paced = 0  # batches running with the raised threshold (a Dask worker may have several threads); under the lock
+_paced_lock = threading.Lock()
+_unpaced: tuple[int, ...] = ()  # the thresholds to restore when the last one ends; under the lock
+
+
+@contextmanager
+def paced_collections() -> Iterator[None]:
+    """The collector's youngest threshold raised to at least ``YOUNG_THRESHOLD`` while the block runs, restored to
+    what it was when the last such block (of any thread) ends. Cycles are still collected, only later."""
+    global _paced, _unpaced
+    with _paced_lock:
+        if not _paced:
+            _unpaced = gc.get_threshold()
+            gc.set_threshold(max(_unpaced[0], YOUNG_THRESHOLD), *_unpaced[1:])
+        _paced += 1
+    try:
+        yield
+    finally:
+        with _paced_lock:
+            _paced -= 1
+            if not _paced:
+                gc.set_threshold(*_unpaced)
 
 
 def larger_budgets_first(task: PointTask) -> tuple[float, float]:

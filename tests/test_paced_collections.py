@@ -1,0 +1,72 @@
+"""A sweep's batch runs with the garbage collector's youngest threshold raised (``points.paced_collections``), and
+the caller's thresholds come back afterwards, whatever ran meanwhile and on however many threads."""
+from __future__ import annotations
+
+import gc
+import threading
+from pathlib import Path
+
+import pytest
+
+from codesign.explore import points
+from codesign.explore.points import Check, PointTask, run_batch
+from codesign.problem.load import load_problem
+
+QUICK = str(Path(__file__).resolve().parent.parent / "problems" / "quickstart.yaml")
+
+
+@pytest.fixture
+def thresholds():
+    """The process's thresholds, restored after the test (other tests must not see this one's)."""
+    saved = gc.get_threshold()
+    yield
+    gc.set_threshold(*saved)
+
+
+def _seen(problem, solution) -> dict:
+    return {"young": gc.get_threshold()[0]}
+
+
+def test_a_batch_runs_with_the_raised_threshold_and_restores_the_callers(thresholds):
+    gc.set_threshold(500, 7, 9)
+    task = PointTask("k", load_problem(QUICK), checks=(Check("seen", ("young",), _seen),))
+    out = run_batch(points.BatchTask("k", (task, task), sweep="paced"))
+    assert [r["young"] for r in out["rows"]] == [points.YOUNG_THRESHOLD] * 2
+    assert all(r["status"] == "optimal" for r in out["rows"])
+    assert gc.get_threshold() == (500, 7, 9)
+    run_batch(points.BatchTask("k", (), sweep="other"))  # the process forgets this test's family
+
+
+def test_a_higher_threshold_of_the_callers_is_kept(thresholds):
+    gc.set_threshold(points.YOUNG_THRESHOLD * 3, 10, 10)
+    with points.paced_collections():
+        assert gc.get_threshold() == (points.YOUNG_THRESHOLD * 3, 10, 10)
+    assert gc.get_threshold() == (points.YOUNG_THRESHOLD * 3, 10, 10)
+
+
+def test_the_thresholds_come_back_when_the_last_of_overlapping_blocks_ends(thresholds):
+    """Two threads' blocks overlap, the first to start ends first: the raised threshold stays until the second ends,
+    and the first's saved thresholds (not the raised ones) come back then."""
+    gc.set_threshold(600, 10, 10)
+    entered, release = threading.Event(), threading.Event()
+
+    def second() -> None:
+        with points.paced_collections():
+            entered.set()
+            release.wait(10)
+
+    t = threading.Thread(target=second)
+    with points.paced_collections():
+        t.start()
+        assert entered.wait(10)
+    assert gc.get_threshold()[0] == points.YOUNG_THRESHOLD  # the second block still runs
+    release.set()
+    t.join(10)
+    assert gc.get_threshold() == (600, 10, 10)
+
+
+def test_an_exception_in_the_block_restores_the_thresholds(thresholds):
+    gc.set_threshold(650, 10, 10)
+    with pytest.raises(RuntimeError), points.paced_collections():
+        raise RuntimeError("a point's failure")
+    assert gc.get_threshold() == (650, 10, 10)
