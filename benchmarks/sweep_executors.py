@@ -10,10 +10,17 @@ first, then closed), the executors' blocks in turn, ``--blocks`` times. Otherwis
 are all alive for the whole run, and an idle cluster's heartbeats and monitors take their share of the two cores
 (about 6% of one core for the two clusters here).
 
-``--young A,B`` compares two values of the collector's youngest threshold while a batch runs
-(``points.YOUNG_THRESHOLD``, set in each Dask worker through ``Client.run`` and in this process for the serial
-runs): the sweep in this process and on warm Dask clusters of one and two workers, the two values alternating
-round by round (which goes first alternating too), and each executor's ratio as the median over rounds.
+``--one-core`` (with ``--alone``) confines each one-worker executor's whole tree of processes (this driver, the
+pool's processes, or the cluster's scheduler, nanny and worker), every thread of each, to one core while it is
+timed, so that one worker against two is also one core against two: on two cores, a one-worker sweep otherwise has
+a second core for what is not its worker's point work (the driver, Dask's scheduler and event loops), and a
+two-worker sweep has none.
+
+``--oldest A,B`` compares two values of the collector's oldest threshold while a batch runs
+(``points.OLDEST_THRESHOLD``; with 10, Python's default, the batches keep Python's thresholds), set in each Dask
+worker through ``Client.run`` and in this process for the serial runs: the sweep in this process and on warm Dask
+clusters of one and two workers, the two values alternating round by round (which goes first alternating too), and
+each executor's ratio as the median over rounds.
 
 ``--bandwidths N`` sizes the grid: N bandwidths of the swept dimension (ResNet-50: 5 by default, each with ten area
 budgets; the quickstart: 20, each with two), so that a sweep's fixed costs (the plan, the first chunks of one
@@ -66,12 +73,13 @@ def main() -> None:
     ap.add_argument("--no-batches", action="store_true", help="leave out the batches on two workers")
     ap.add_argument("--alone", action="store_true", help="each executor with no other alive (see above)")
     ap.add_argument("--blocks", type=int, default=2, help="blocks of rounds per executor with --alone")
-    ap.add_argument("--young", help="two values of points.YOUNG_THRESHOLD to compare, e.g. 700,10000 (see above)")
+    ap.add_argument("--one-core", action="store_true", help="with --alone: one worker on one core (see above)")
+    ap.add_argument("--oldest", help="two values of points.OLDEST_THRESHOLD to compare, e.g. 10,100 (see above)")
     args = ap.parse_args()
     if args.alone:
         return alone(args)
-    if args.young:
-        return young(args)
+    if args.oldest:
+        return oldest(args)
 
     from dask.distributed import Client, LocalCluster
 
@@ -150,6 +158,7 @@ def alone(args: argparse.Namespace) -> None:
     from codesign.explore.sweep import VALIDATE, plan, run_plan
 
     problem, params = grid("quickstart" if args.quickstart else "resnet50", args.bandwidths)
+    every_cpu = os.sched_getaffinity(0)
     names = ["local, 1", "local, 2", "dask, 1", "dask, 2"]
     walls: dict[str, list[list[float]]] = {n: [] for n in names}  # per block, its rounds
     work: dict[str, tuple[int, int]] = {}
@@ -168,6 +177,8 @@ def alone(args: argparse.Namespace) -> None:
                     ex = client if client is not None else "local"
                     run_plan(plan(problem, WARM, checks=[VALIDATE]), executor=ex, workers=w,
                              out=Path(d) / f"warm-{b}-{name}.csv")
+                    if args.one_core and w == 1:
+                        _confine({min(every_cpu)})
                     block = []
                     for r in range(args.rounds):
                         t0 = time.perf_counter()
@@ -186,6 +197,10 @@ def alone(args: argparse.Namespace) -> None:
                         if cluster is not None:
                             cluster.close()
                         executors.shutdown_pools()
+                        if args.one_core:
+                            _confine(every_cpu)
+    if args.one_core:
+        print(f"one-worker executors confined to one core of {len(every_cpu)}")
     print(f"| executor, workers | wall (s), median of {args.blocks} x {args.rounds} | each block's rounds | "
           "master solves, replays (last round) |")
     print("|---|---|---|---|")
@@ -202,31 +217,44 @@ def alone(args: argparse.Namespace) -> None:
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
-def _set_young(value: int) -> int:
-    """In a worker (``Client.run``) or here: the youngest threshold a batch runs with."""
+def _confine(cpus: set[int]) -> None:
+    """Every thread of this process and of every process under it on ``cpus`` (a thread's affinity is its own:
+    setting a process's sets its first thread's only)."""
+    import psutil
+
+    for proc in [psutil.Process(), *psutil.Process().children(recursive=True)]:
+        try:
+            for t in proc.threads():
+                os.sched_setaffinity(t.id, cpus)
+        except (psutil.NoSuchProcess, ProcessLookupError):
+            pass
+
+
+def _set_oldest(value: int) -> int:
+    """In a worker (``Client.run``) or here: the oldest threshold a batch runs with."""
     from codesign.explore import points
-    points.YOUNG_THRESHOLD = value
+    points.OLDEST_THRESHOLD = value
     return value
 
 
-def young(args: argparse.Namespace) -> None:
-    """``--young A,B``: the sweep with each of two youngest thresholds, in this process and on Dask."""
+def oldest(args: argparse.Namespace) -> None:
+    """``--oldest A,B``: the sweep with each of two oldest thresholds, in this process and on Dask."""
     from dask.distributed import Client, LocalCluster
 
     from codesign.explore import points
     from codesign.explore.sweep import VALIDATE, plan, run_plan
 
-    values = [int(v) for v in args.young.split(",")]
+    values = [int(v) for v in args.oldest.split(",")]
     if len(values) != 2:
-        raise SystemExit("--young takes two values, e.g. 700,10000")
+        raise SystemExit("--oldest takes two values, e.g. 10,100")
     problem, params = grid("quickstart" if args.quickstart else "resnet50", args.bandwidths)
-    print(f"{Path(problem).name}, {' x '.join(f'{k} {v}' for k, v in params.items())}; youngest threshold "
+    print(f"{Path(problem).name}, {' x '.join(f'{k} {v}' for k, v in params.items())}; oldest threshold "
           f"{values[0]} against {values[1]}; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     clients = {w: Client(LocalCluster(n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None,
                                       silence_logs=logging.CRITICAL), set_as_default=False) for w in (1, 2)}
     executors = [("serial", "serial", 1), ("dask, 1", clients[1], 1), ("dask, 2", clients[2], 2)]
     walls: dict[tuple[str, int], list[float]] = {(n, v): [] for n, _, _ in executors for v in values}
-    kept = points.YOUNG_THRESHOLD
+    kept = points.OLDEST_THRESHOLD
     try:
         with tempfile.TemporaryDirectory() as d:
             for name, ex, w in executors:
@@ -236,9 +264,9 @@ def young(args: argparse.Namespace) -> None:
                 for name, ex, w in executors:
                     for v in (values if r % 2 == 0 else values[::-1]):
                         if ex == "serial":
-                            _set_young(v)
+                            _set_oldest(v)
                         else:
-                            ex.run(_set_young, v)
+                            ex.run(_set_oldest, v)
                         t0 = time.perf_counter()
                         df = run_plan(plan(problem, params, checks=[VALIDATE]), executor=ex, workers=w,
                                       out=Path(d) / f"{r}-{name}-{v}.csv")
@@ -246,7 +274,7 @@ def young(args: argparse.Namespace) -> None:
                         if not (df["status"] == "optimal").all():
                             raise SystemExit(f"{name}: not every point optimal")
     finally:
-        points.YOUNG_THRESHOLD = kept
+        points.OLDEST_THRESHOLD = kept
         for c in clients.values():
             cluster = c.cluster
             c.close()

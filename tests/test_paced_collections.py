@@ -1,4 +1,4 @@
-"""A sweep's batch runs with the garbage collector's youngest threshold raised (``points.paced_collections``), and
+"""A sweep's batch runs with the garbage collector's oldest threshold raised (``points.paced_collections``), and
 the caller's thresholds come back afterwards, whatever ran meanwhile and on however many threads."""
 from __future__ import annotations
 
@@ -24,24 +24,24 @@ def thresholds():
 
 
 def _seen(problem, solution) -> dict:
-    return {"young": gc.get_threshold()[0]}
+    return {"oldest": gc.get_threshold()[2]}
 
 
 def test_a_batch_runs_with_the_raised_threshold_and_restores_the_callers(thresholds):
     gc.set_threshold(500, 7, 9)
-    task = PointTask("k", load_problem(QUICK), checks=(Check("seen", ("young",), _seen),))
+    task = PointTask("k", load_problem(QUICK), checks=(Check("seen", ("oldest",), _seen),))
     out = run_batch(points.BatchTask("k", (task, task), sweep="paced"))
-    assert [r["young"] for r in out["rows"]] == [points.YOUNG_THRESHOLD] * 2
+    assert [r["oldest"] for r in out["rows"]] == [points.OLDEST_THRESHOLD] * 2
     assert all(r["status"] == "optimal" for r in out["rows"])
     assert gc.get_threshold() == (500, 7, 9)
     run_batch(points.BatchTask("k", (), sweep="other"))  # the process forgets this test's family
 
 
 def test_a_higher_threshold_of_the_callers_is_kept(thresholds):
-    gc.set_threshold(points.YOUNG_THRESHOLD * 3, 10, 10)
+    gc.set_threshold(700, 10, points.OLDEST_THRESHOLD * 3)
     with points.paced_collections():
-        assert gc.get_threshold() == (points.YOUNG_THRESHOLD * 3, 10, 10)
-    assert gc.get_threshold() == (points.YOUNG_THRESHOLD * 3, 10, 10)
+        assert gc.get_threshold() == (700, 10, points.OLDEST_THRESHOLD * 3)
+    assert gc.get_threshold() == (700, 10, points.OLDEST_THRESHOLD * 3)
 
 
 def test_the_thresholds_come_back_when_the_last_of_overlapping_blocks_ends(thresholds):
@@ -59,7 +59,7 @@ def test_the_thresholds_come_back_when_the_last_of_overlapping_blocks_ends(thres
     with points.paced_collections():
         t.start()
         assert entered.wait(10)
-    assert gc.get_threshold()[0] == points.YOUNG_THRESHOLD  # the second block still runs
+    assert gc.get_threshold() == (600, 10, points.OLDEST_THRESHOLD)  # the second block still runs
     release.set()
     t.join(10)
     assert gc.get_threshold() == (600, 10, 10)

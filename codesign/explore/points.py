@@ -143,7 +143,8 @@ def run_point(task: PointTask) -> dict[str, Any]:
 def run_batch(batch: BatchTask) -> dict[str, Any]:
     """Run a batch's points in order; ``{"rows": [each point's row]}``. Never raises. The first batch of a
     sweep in this process drops the families and answers of the sweep before (a pool's workers outlive a
-    sweep: ``executors.PoolRunner``). The garbage collector runs less often meanwhile (``paced_collections``)."""
+    sweep: ``executors.PoolRunner``). The collector's full collections run less often meanwhile
+    (``paced_collections``)."""
     global _sweep
     with _SOLVE_LOCK:
         if batch.sweep != _sweep:
@@ -154,14 +155,14 @@ def run_batch(batch: BatchTask) -> dict[str, Any]:
         return {"rows": [run_point(t) for t in batch.tasks]}
 
 
-#: Objects allocated, net of those freed, before the collector's youngest generation is collected while a
-#: batch runs (Python's default is 700; our calibration, BENCHMARKS.md "Fewer collections"). A sweep's worker
-#: keeps its families' masters and replays alive between points, and almost all a point allocates is either
-#: freed by reference counting or kept with its family: a collection of the youngest objects frees next to
-#: nothing, and every tenth of the next generation's, every hundredth a full one, walks the families' objects
-#: again. With 700, ResNet-50's 50-point grid ran 7 full collections (7 ms each) and 900 others a sweep in one
-#: worker.
-YOUNG_THRESHOLD = 10_000
+#: Collections of the middle generation before the collector looks at every object (a full collection) while a
+#: batch runs (Python's default is 10; our calibration, BENCHMARKS.md "Fewer full collections"). A sweep's worker
+#: keeps its families' masters and replays alive between points, and a full collection walks them all again to
+#: free next to nothing: ResNet-50's 200-point grid in one Dask worker ran 23-24 full collections (0.19-0.28 s of
+#: gc) and 3,000 others (0.10 s); with 100, 2 full ones (0.04-0.05 s). The youngest generation's threshold is left
+#: as it is: raising it to 10,000 cut the full collections as well, but its own collections took 0.16 s instead of
+#: 0.05 s.
+OLDEST_THRESHOLD = 100
 _paced = 0  # batches running with the raised threshold (a Dask worker may have several threads); under the lock
 _paced_lock = threading.Lock()
 _unpaced: tuple[int, ...] = ()  # the thresholds to restore when the last one ends; under the lock
@@ -169,13 +170,13 @@ _unpaced: tuple[int, ...] = ()  # the thresholds to restore when the last one en
 
 @contextmanager
 def paced_collections() -> Iterator[None]:
-    """The collector's youngest threshold raised to at least ``YOUNG_THRESHOLD`` while the block runs, restored to
-    what it was when the last such block (of any thread) ends. Cycles are still collected, only later."""
+    """The collector's oldest threshold raised to at least ``OLDEST_THRESHOLD`` while the block runs, restored to
+    what it was when the last such block (of any thread) ends. Every object is still collected, only later."""
     global _paced, _unpaced
     with _paced_lock:
         if not _paced:
             _unpaced = gc.get_threshold()
-            gc.set_threshold(max(_unpaced[0], YOUNG_THRESHOLD), *_unpaced[1:])
+            gc.set_threshold(*_unpaced[:2], max(_unpaced[2], OLDEST_THRESHOLD))
         _paced += 1
     try:
         yield
