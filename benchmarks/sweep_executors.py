@@ -17,10 +17,11 @@ a second core for what is not its worker's point work (the driver, Dask's schedu
 two-worker sweep has none.
 
 ``--oldest A,B`` compares two values of the collector's oldest threshold while a batch runs
-(``points.OLDEST_THRESHOLD``; with 10, Python's default, the batches keep Python's thresholds), set in each Dask
-worker through ``Client.run`` and in this process for the serial runs: the sweep in this process and on warm Dask
-clusters of one and two workers, the two values alternating round by round (which goes first alternating too), and
-each executor's ratio as the median over rounds.
+(``points.OLDEST_THRESHOLD``; with 10, Python's default, the batches keep Python's thresholds), set in this process
+for the serial runs and in each Dask worker through ``Client.run``: first the sweep in this process, with no cluster
+alive (a cluster's scheduler and client would be in this process's heap), then on warm Dask clusters of one and two
+workers; the two values alternate round by round (which goes first alternating too), and each executor's ratio is the
+median over rounds.
 
 ``--bandwidths N`` sizes the grid: N bandwidths of the swept dimension (ResNet-50: 5 by default, each with ten area
 budgets; the quickstart: 20, each with two), so that a sweep's fixed costs (the plan, the first chunks of one
@@ -37,12 +38,14 @@ moves between rounds).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 GRIDS = {
@@ -76,6 +79,10 @@ def main() -> None:
     ap.add_argument("--one-core", action="store_true", help="with --alone: one worker on one core (see above)")
     ap.add_argument("--oldest", help="two values of points.OLDEST_THRESHOLD to compare, e.g. 10,100 (see above)")
     args = ap.parse_args()
+    if args.one_core and not args.alone:
+        ap.error("--one-core goes with --alone")
+    if args.oldest and args.alone:
+        ap.error("--oldest and --alone are two different runs")
     if args.alone:
         return alone(args)
     if args.oldest:
@@ -178,7 +185,7 @@ def alone(args: argparse.Namespace) -> None:
                     run_plan(plan(problem, WARM, checks=[VALIDATE]), executor=ex, workers=w,
                              out=Path(d) / f"warm-{b}-{name}.csv")
                     if args.one_core and w == 1:
-                        _confine({min(every_cpu)})
+                        _confine({max(every_cpu)})  # (not cpu 0, which takes more interrupts)
                     block = []
                     for r in range(args.rounds):
                         t0 = time.perf_counter()
@@ -217,17 +224,36 @@ def alone(args: argparse.Namespace) -> None:
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
-def _confine(cpus: set[int]) -> None:
+def _confine(cpus: set[int]) -> int:
     """Every thread of this process and of every process under it on ``cpus`` (a thread's affinity is its own:
-    setting a process's sets its first thread's only)."""
+    setting a process's sets its first thread's only; threads started later inherit their starter's). Checked
+    afterwards, once more if a thread was missed; returns how many threads are on ``cpus``. A thread or process
+    that ended meanwhile is skipped."""
     import psutil
 
-    for proc in [psutil.Process(), *psutil.Process().children(recursive=True)]:
-        try:
-            for t in proc.threads():
-                os.sched_setaffinity(t.id, cpus)
-        except (psutil.NoSuchProcess, ProcessLookupError):
-            pass
+    def threads() -> list[int]:
+        out = []
+        for proc in [psutil.Process(), *psutil.Process().children(recursive=True)]:
+            try:
+                out += [t.id for t in proc.threads()]
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+        return out
+
+    for _ in range(2):
+        missed = 0
+        for tid in threads():
+            try:
+                if os.sched_getaffinity(tid) != cpus:
+                    os.sched_setaffinity(tid, cpus)
+                    missed += os.sched_getaffinity(tid) != cpus
+            except (ProcessLookupError, PermissionError):
+                pass  # (ended meanwhile)
+        if not missed:
+            break
+    else:
+        raise SystemExit(f"{missed} thread(s) could not be put on cpus {sorted(cpus)}")
+    return len(threads())
 
 
 def _set_oldest(value: int) -> int:
@@ -250,39 +276,43 @@ def oldest(args: argparse.Namespace) -> None:
     problem, params = grid("quickstart" if args.quickstart else "resnet50", args.bandwidths)
     print(f"{Path(problem).name}, {' x '.join(f'{k} {v}' for k, v in params.items())}; oldest threshold "
           f"{values[0]} against {values[1]}; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    clients = {w: Client(LocalCluster(n_workers=w, threads_per_worker=1, processes=True, dashboard_address=None,
-                                      silence_logs=logging.CRITICAL), set_as_default=False) for w in (1, 2)}
-    executors = [("serial", "serial", 1), ("dask, 1", clients[1], 1), ("dask, 2", clients[2], 2)]
-    walls: dict[tuple[str, int], list[float]] = {(n, v): [] for n, _, _ in executors for v in values}
+    names = ["serial", "dask, 1", "dask, 2"]
+    walls: dict[tuple[str, int], list[float]] = {(n, v): [] for n in names for v in values}
     kept = points.OLDEST_THRESHOLD
+
+    def rounds(executors: list[tuple[str, Any, int]], d: str) -> None:
+        for name, ex, w in executors:
+            run_plan(plan(problem, WARM, checks=[VALIDATE]), executor=ex, workers=w, out=Path(d) / f"warm-{name}.csv")
+        for r in range(args.rounds):
+            for name, ex, w in executors:
+                for v in (values if r % 2 == 0 else values[::-1]):
+                    if ex == "serial":
+                        _set_oldest(v)
+                    else:
+                        ex.run(_set_oldest, v)
+                    t0 = time.perf_counter()
+                    df = run_plan(plan(problem, params, checks=[VALIDATE]), executor=ex, workers=w,
+                                  out=Path(d) / f"{r}-{name}-{v}.csv")
+                    walls[name, v].append(time.perf_counter() - t0)
+                    if not (df["status"] == "optimal").all():
+                        raise SystemExit(f"{name}: not every point optimal")
+
     try:
         with tempfile.TemporaryDirectory() as d:
-            for name, ex, w in executors:
-                run_plan(plan(problem, WARM, checks=[VALIDATE]), executor=ex, workers=w,
-                         out=Path(d) / f"warm-{name}.csv")
-            for r in range(args.rounds):
-                for name, ex, w in executors:
-                    for v in (values if r % 2 == 0 else values[::-1]):
-                        if ex == "serial":
-                            _set_oldest(v)
-                        else:
-                            ex.run(_set_oldest, v)
-                        t0 = time.perf_counter()
-                        df = run_plan(plan(problem, params, checks=[VALIDATE]), executor=ex, workers=w,
-                                      out=Path(d) / f"{r}-{name}-{v}.csv")
-                        walls[name, v].append(time.perf_counter() - t0)
-                        if not (df["status"] == "optimal").all():
-                            raise SystemExit(f"{name}: not every point optimal")
+            rounds([("serial", "serial", 1)], d)  # first, with no cluster alive: its objects would be in this heap
+            with contextlib.ExitStack() as stack:
+                clients = {}
+                for w in (1, 2):
+                    cluster = stack.enter_context(LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
+                                                               dashboard_address=None, silence_logs=logging.CRITICAL))
+                    clients[w] = stack.enter_context(Client(cluster, set_as_default=False))
+                rounds([("dask, 1", clients[1], 1), ("dask, 2", clients[2], 2)], d)
     finally:
         points.OLDEST_THRESHOLD = kept
-        for c in clients.values():
-            cluster = c.cluster
-            c.close()
-            cluster.close()
     print(f"| executor, workers | wall (s) at {values[0]}, median of {args.rounds} | at {values[1]} | "
           f"{values[0]} / {values[1]} (median of the rounds' ratios) |")
     print("|---|---|---|---|")
-    for name, _, _ in executors:
+    for name in names:
         a, b = walls[name, values[0]], walls[name, values[1]]
         print(f"| {name} | {statistics.median(a):.3f} | {statistics.median(b):.3f} | "
               f"{statistics.median(x / y for x, y in zip(a, b)):.3f} |")
