@@ -17,7 +17,7 @@ a second core for what is not its worker's point work (the driver, Dask's schedu
 two-worker sweep has none.
 
 ``--oldest A,B`` compares two values of the collector's oldest threshold while a batch runs
-(``points.OLDEST_THRESHOLD``; with 10, Python's default, the batches keep Python's thresholds), set in this process
+(``pacing.OLDEST_THRESHOLD``; with 10, Python's default, the batches keep Python's thresholds), set in this process
 for the serial runs and in each Dask worker through ``Client.run``: first the sweep in this process, with no cluster
 alive (a cluster's scheduler and client would be in this process's heap), then on warm Dask clusters of one and two
 workers; the two values alternate round by round (which goes first alternating too), and each executor's ratio is the
@@ -77,7 +77,7 @@ def main() -> None:
     ap.add_argument("--alone", action="store_true", help="each executor with no other alive (see above)")
     ap.add_argument("--blocks", type=int, default=2, help="blocks of rounds per executor with --alone")
     ap.add_argument("--one-core", action="store_true", help="with --alone: one worker on one core (see above)")
-    ap.add_argument("--oldest", help="two values of points.OLDEST_THRESHOLD to compare, e.g. 10,100 (see above)")
+    ap.add_argument("--oldest", help="two values of pacing.OLDEST_THRESHOLD to compare, e.g. 10,100 (see above)")
     args = ap.parse_args()
     if args.one_core and not args.alone:
         ap.error("--one-core goes with --alone")
@@ -258,8 +258,8 @@ def _confine(cpus: set[int]) -> int:
 
 def _set_oldest(value: int) -> int:
     """In a worker (``Client.run``) or here: the oldest threshold a batch runs with."""
-    from codesign.explore import points
-    points.OLDEST_THRESHOLD = value
+    from codesign.explore import pacing
+    pacing.OLDEST_THRESHOLD = value
     return value
 
 
@@ -267,7 +267,7 @@ def oldest(args: argparse.Namespace) -> None:
     """``--oldest A,B``: the sweep with each of two oldest thresholds, in this process and on Dask."""
     from dask.distributed import Client, LocalCluster
 
-    from codesign.explore import points
+    from codesign.explore import pacing
     from codesign.explore.sweep import VALIDATE, plan, run_plan
 
     values = [int(v) for v in args.oldest.split(",")]
@@ -278,7 +278,7 @@ def oldest(args: argparse.Namespace) -> None:
           f"{values[0]} against {values[1]}; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     names = ["serial", "dask, 1", "dask, 2"]
     walls: dict[tuple[str, int], list[float]] = {(n, v): [] for n in names for v in values}
-    kept = points.OLDEST_THRESHOLD
+    kept = pacing.OLDEST_THRESHOLD
 
     def rounds(executors: list[tuple[str, Any, int]], d: str) -> None:
         for name, ex, w in executors:
@@ -308,7 +308,7 @@ def oldest(args: argparse.Namespace) -> None:
                     clients[w] = stack.enter_context(Client(cluster, set_as_default=False))
                 rounds([("dask, 1", clients[1], 1), ("dask, 2", clients[2], 2)], d)
     finally:
-        points.OLDEST_THRESHOLD = kept
+        pacing.OLDEST_THRESHOLD = kept
     print(f"| executor, workers | wall (s) at {values[0]}, median of {args.rounds} | at {values[1]} | "
           f"{values[0]} / {values[1]} (median of the rounds' ratios) |")
     print("|---|---|---|---|")

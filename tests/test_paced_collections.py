@@ -1,4 +1,4 @@
-"""A sweep's batch runs with the garbage collector's oldest threshold raised (``points.paced_collections``), and
+"""A sweep's batch runs with the garbage collector's oldest threshold raised (``pacing.paced_collections``), and
 the caller's threshold comes back afterwards, whatever ran meanwhile and on however many threads, unless something
 set another one meanwhile."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codesign.explore import points
+from codesign.explore import pacing, points
 from codesign.explore.points import Check, PointTask, run_batch
 from codesign.problem.load import load_problem
 
@@ -39,7 +39,7 @@ def test_a_batch_runs_with_the_raised_threshold_and_restores_the_callers(thresho
     task = PointTask("k", load_problem(QUICK), checks=(Check("seen", ("oldest",), _seen),))
     try:
         out = run_batch(points.BatchTask("k", (task, task), sweep="paced"))
-        assert [r["oldest"] for r in out["rows"]] == [points.OLDEST_THRESHOLD] * 2
+        assert [r["oldest"] for r in out["rows"]] == [pacing.OLDEST_THRESHOLD] * 2
         assert all(r["status"] == "optimal" for r in out["rows"])
         assert gc.get_threshold() == (500, 7, 9)
     finally:
@@ -56,16 +56,16 @@ def test_a_change_made_while_a_batch_runs_is_kept(thresholds):
         assert gc.get_threshold() == (555, 7, 9)
     finally:
         run_batch(points.BatchTask("k", (), sweep="other"))
-    with points.paced_collections():
+    with pacing.paced_collections():
         gc.set_threshold(555, 7, 42)
     assert gc.get_threshold() == (555, 7, 42)
 
 
 def test_a_higher_threshold_of_the_callers_is_kept(thresholds):
-    gc.set_threshold(700, 10, points.OLDEST_THRESHOLD * 3)
-    with points.paced_collections():
-        assert gc.get_threshold() == (700, 10, points.OLDEST_THRESHOLD * 3)
-    assert gc.get_threshold() == (700, 10, points.OLDEST_THRESHOLD * 3)
+    gc.set_threshold(700, 10, pacing.OLDEST_THRESHOLD * 3)
+    with pacing.paced_collections():
+        assert gc.get_threshold() == (700, 10, pacing.OLDEST_THRESHOLD * 3)
+    assert gc.get_threshold() == (700, 10, pacing.OLDEST_THRESHOLD * 3)
 
 
 def test_the_threshold_comes_back_when_the_last_of_overlapping_blocks_ends(thresholds):
@@ -75,23 +75,40 @@ def test_the_threshold_comes_back_when_the_last_of_overlapping_blocks_ends(thres
     entered, release = threading.Event(), threading.Event()
 
     def second() -> None:
-        with points.paced_collections():
+        with pacing.paced_collections():
             entered.set()
             release.wait(10)
 
     t = threading.Thread(target=second)
-    with points.paced_collections():
+    with pacing.paced_collections():
         t.start()
         assert entered.wait(10)
-    assert gc.get_threshold() == (600, 10, points.OLDEST_THRESHOLD)  # the second block still runs
+    assert gc.get_threshold() == (600, 10, pacing.OLDEST_THRESHOLD)  # the second block still runs
     release.set()
     t.join(10)
     assert gc.get_threshold() == (600, 10, 10)
 
 
+def test_a_front_solves_with_the_raised_threshold(thresholds, monkeypatch):
+    """``codesign pareto``'s solves run paced too: its families stay alive between them."""
+    from codesign.explore import pareto
+    seen = []
+    real = pareto.solve
+
+    def spy(*args, **kwargs):
+        seen.append(gc.get_threshold()[2])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pareto, "solve", spy)
+    gc.set_threshold(700, 10, 10)
+    front = pareto.pareto_front(load_problem(QUICK), points=3)
+    assert len(seen) == front.solves and set(seen) == {pacing.OLDEST_THRESHOLD}
+    assert gc.get_threshold() == (700, 10, 10)
+
+
 def test_an_exception_in_the_block_restores_the_threshold(thresholds):
     gc.set_threshold(650, 10, 10)
-    with pytest.raises(RuntimeError), points.paced_collections():
-        assert gc.get_threshold() == (650, 10, points.OLDEST_THRESHOLD)
+    with pytest.raises(RuntimeError), pacing.paced_collections():
+        assert gc.get_threshold() == (650, 10, pacing.OLDEST_THRESHOLD)
         raise RuntimeError("a point's failure")
     assert gc.get_threshold() == (650, 10, 10)

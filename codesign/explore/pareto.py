@@ -28,6 +28,7 @@ from ..errors import InfeasibleError, SpecError
 from ..pipeline.solution import Solution, design_text
 from ..pipeline.solve import Extra, Family, solve
 from ..problem.model import Objective, Problem
+from .pacing import paced_collections
 
 METRICS = ("iteration_time", "area", "power", "network_cost")
 LABELS = {"iteration_time": "iteration time (ms)", "area": "area (mm^2)", "power": "power (W)",
@@ -134,7 +135,8 @@ class _Tracer:
         self.solves += 1
         try:
             q = _limited(self.problem, first, limits)
-            return solve(q, time_limit=self.time_limit, extra=self.extra, family=self._family(q))
+            with paced_collections():  # the front's families stay alive between its solves
+                return solve(q, time_limit=self.time_limit, extra=self.extra, family=self._family(q))
         finally:
             if self.progress:
                 self.progress(self.solves, self.fraction)
@@ -143,7 +145,8 @@ class _Tracer:
         """The problem as posed, its own budgets and objective."""
         self.solves += 1
         try:
-            return solve(self.problem, time_limit=self.time_limit, extra=self.extra)
+            with paced_collections():
+                return solve(self.problem, time_limit=self.time_limit, extra=self.extra)
         finally:
             if self.progress:
                 self.progress(self.solves, self.fraction)

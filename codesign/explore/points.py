@@ -4,14 +4,12 @@ imports the other at module level.
 """
 from __future__ import annotations
 
-import gc
 import heapq
 import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +17,7 @@ from ..errors import InfeasibleError
 from ..pipeline.solution import Solution, design_keys
 from ..pipeline.solve import Extra, Family, solve
 from ..problem.model import Problem
+from .pacing import paced_collections
 
 #: Per-point result columns, in SI units (area mm^2), as ``solution_row`` fills them.
 RESULT_COLUMNS = ("status", "error", "iteration_time_s", "bound_s", "gap", "objective", "area_mm2", "power_w",
@@ -153,47 +152,6 @@ def run_batch(batch: BatchTask) -> dict[str, Any]:
             _sweep = batch.sweep
     with paced_collections():
         return {"rows": [run_point(t) for t in batch.tasks]}
-
-
-#: Collections of the middle generation before the collector looks at every object (a full collection) while a
-#: batch runs, at least (Python's default is 10; our calibration, BENCHMARKS.md "Fewer full collections"). A sweep's
-#: worker keeps its families' masters and replays alive between points, and a full collection walks them all again
-#: to free next to nothing: ResNet-50's 200-point grid in one Dask worker ran 23-24 full collections (0.19-0.28 s of
-#: gc) and 3,000 others (0.10 s); with 100, 2 full ones (0.04-0.05 s). The youngest generation's threshold is left
-#: as it is: raising it to 10,000 cut the full collections as well, but its own collections took 0.16 s instead of
-#: 0.05 s. (CPython also waits for a quarter of the old objects to be new since the last full collection; an
-#: interpreter whose collector ignores the third threshold gains nothing here.)
-OLDEST_THRESHOLD = 100
-_paced = 0  # blocks running with the raised threshold (a Dask worker may have several threads); under the lock
-_paced_lock = threading.Lock()
-_unpaced = 0  # the oldest threshold the first block found, and _raised what it set; under the lock
-_raised = 0
-
-
-@contextmanager
-def paced_collections() -> Iterator[None]:
-    """The collector's oldest threshold raised to at least ``OLDEST_THRESHOLD`` while the block runs. When the last
-    such block of the process ends (of any thread), the oldest threshold the first one found comes back, unless
-    something set another one meanwhile (that one is kept); the other two thresholds are never touched. Every
-    object is still collected, only later."""
-    global _paced, _unpaced, _raised
-    entered = False
-    try:
-        with _paced_lock:
-            if not _paced:
-                *young, _unpaced = gc.get_threshold()
-                _raised = max(_unpaced, OLDEST_THRESHOLD)
-                gc.set_threshold(*young, _raised)
-            _paced += 1
-            entered = True
-        yield
-    finally:
-        if entered:
-            with _paced_lock:
-                _paced -= 1
-                now = gc.get_threshold()
-                if not _paced and now[2] == _raised:
-                    gc.set_threshold(*now[:2], _unpaced)
 
 
 def larger_budgets_first(task: PointTask) -> tuple[float, float]:
