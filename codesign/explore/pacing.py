@@ -12,13 +12,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 #: Collections of the middle generation before the collector looks at every object (a full collection) while a
-#: batch runs, at least (Python's default is 10; our calibration, BENCHMARKS.md "Fewer full collections"). A sweep's
-#: worker keeps its families' masters and replays alive between points, and a full collection walks them all again
-#: to free next to nothing: ResNet-50's 200-point grid in one Dask worker ran 23-24 full collections (0.19-0.28 s of
-#: gc) and 3,000 others (0.10 s); with 100, 2 full ones (0.04-0.05 s). The youngest generation's threshold is left
-#: as it is: raising it to 10,000 cut the full collections as well, but its own collections took 0.16 s instead of
-#: 0.05 s. (CPython also waits for a quarter of the old objects to be new since the last full collection; an
-#: interpreter whose collector ignores the third threshold gains nothing here.)
+#: sweep's batch or a front's solve runs, at least (Python's default is 10; our calibration, BENCHMARKS.md "Fewer
+#: full collections"). A sweep's worker keeps its families' masters and replays alive between points, and a full
+#: collection walks them all again to free next to nothing: ResNet-50's 200-point grid in one Dask worker ran
+#: 23-24 full collections (0.19-0.28 s of gc) and 3,000 others (0.10 s); with 100, 2 full ones (0.04-0.05 s). The
+#: youngest generation's threshold is left as it is: raising it to 10,000 cut the full collections as well, but
+#: its own collections took 0.16 s instead of 0.05 s. (CPython also waits for a quarter of the old objects to be
+#: new since the last full collection; an interpreter whose collector ignores the third threshold gains nothing.)
 OLDEST_THRESHOLD = 100
 _paced = 0  # blocks running with the raised threshold (a Dask worker may have several threads); under the lock
 _paced_lock = threading.Lock()
