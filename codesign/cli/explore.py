@@ -187,7 +187,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     wall = time.perf_counter() - t0
-    solved = int(df["status"].isin(("optimal", "time_limit")).sum())
+    solved = int(df["status"].isin(("optimal", "feasible", "time_limit")).sum())
     failed = int((df["status"] == "error").sum())
     infeasible = int((df["status"] == "infeasible").sum())
     if not args.quiet:

@@ -260,7 +260,8 @@ def run_plan(pl: Plan, *, executor: Any = None, workers: int | None = None, out:
              retry_failed: bool = False, progress: Callable[[Progress], None] | None = None) -> pd.DataFrame:
     """Run the points of ``pl`` not already in ``out`` and return every point's row as a DataFrame (in point
     order, with ``varied`` and ``cached`` columns). See ``sweep`` for the arguments."""
-    store = ResultsFile(out, pl.columns, retry_failed=retry_failed) if out is not None else None
+    retry = {pt.key for pt in pl.points} if retry_failed else set()
+    store = ResultsFile(out, pl.columns, retry=retry) if out is not None else None
     try:
         done = dict(store.rows) if store else {}
         todo: dict[str, Point] = {}
@@ -383,7 +384,7 @@ def sweep(problem: Problem | str | Path | Mapping, params: Mapping[str, Any] | I
     ``workers`` processes, default one per core), ``"serial"`` (in this process), ``"dask"`` (a Dask
     LocalCluster of ``workers`` single-thread processes), a scheduler address ``"tcp://host:8786"``, a
     ``dask.distributed.Client``, or any ``concurrent.futures.Executor``. ``out``: the results CSV, appended
-    as points finish; points already in it are not solved again (``retry_failed`` re-solves ``error`` rows).
+    as points finish; points already in it are not solved again (``retry_failed`` re-solves its points' ``error`` rows).
     ``time_limit`` (s) and ``extra`` are passed to ``codesign.solve`` at each point; ``extra`` must pickle
     (a module-level function) to run in other processes. Result times are in seconds, area in mm^2.
     """
