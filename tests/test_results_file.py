@@ -117,3 +117,4 @@ def test_a_failed_open_leaves_no_lock_behind(tmp_path, monkeypatch):
         assert list(f.rows) == ["k1"] and "new_column" in f.columns
     finally:
         f.close()
+

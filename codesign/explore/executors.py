@@ -472,13 +472,8 @@ class DaskRunner:
             except queue.Empty:
                 got = []
             back: list[tuple[Task, Row]] = []
-            if time.monotonic() - watched >= WATCH_S:  # also while other lanes keep answering
-                watched = time.monotonic()
-                alive = set(self._running())
-                for lane in sorted({ln for ln, _ in out.values()}):
-                    if lost(lane, alive):  # its calls' answers may never come
-                        for t, row in end(lane, "the Dask worker holding this lane was lost"):
-                            then(lane, t, row, back)
+            # the answer in hand first: a lane found lost below would otherwise give it up, and its points would
+            # be solved again
             for number, result in got:
                 if number not in out:
                     continue  # a call given up on before, answering after all
@@ -492,6 +487,13 @@ class DaskRunner:
                     row = result
                 for u, r in [(t, row), *gone]:
                     then(lane, u, r, back)
+            if time.monotonic() - watched >= WATCH_S:  # also while other lanes keep answering
+                watched = time.monotonic()
+                alive = set(self._running())
+                for lane in sorted({ln for ln, _ in out.values()}):
+                    if lost(lane, alive):  # its calls' answers may never come
+                        for t, row in end(lane, "the Dask worker holding this lane was lost"):
+                            then(lane, t, row, back)
             yield from back
 
     def _actors(self, where: Sequence[str]) -> list[Any]:
