@@ -11,6 +11,8 @@ ALU, 0.5 MB at 1 TB/s, never binds). LIFO timeline: w2 ends at 30 us and release
 """
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from conftest import ace, problem, ring2, two_layer_workload
 
@@ -126,6 +128,32 @@ def test_extra_hook_infeasible_is_blamed_on_it():
 
     with pytest.raises(InfeasibleError, match="extra constraints"):
         solve(problem(two_layer_workload(), ring2(), ace([SLOW, FAST])), extra=impossible)
+
+
+def test_an_extra_hook_is_not_blamed_when_the_search_without_it_found_nothing(monkeypatch):
+    """The diagnosis searches again without the hook; a search that ends at its time limit with no design proves
+    nothing, so the message must not say the problem is feasible without the hook."""
+    import pyomo.environ as pyo
+
+    from codesign.pipeline import search as search_mod
+
+    def impossible(m, p):
+        m.too_fast = pyo.Constraint(expr=m.T <= 1.0)
+
+    real = search_mod.Search.run
+    calls = []
+
+    def run(self, master, *args, **kwargs):
+        got = real(self, master, *args, **kwargs)
+        calls.append(got.status)
+        if len(calls) == 2:  # the diagnosis's search without the hook: as if stopped by its time limit
+            return dataclasses.replace(got, status="time_limit", visit=None, objective=None)
+        return got
+
+    monkeypatch.setattr(search_mod.Search, "run", run)
+    with pytest.raises(InfeasibleError) as e:
+        solve(problem(two_layer_workload(), ring2(), ace([SLOW, FAST])), extra=impossible)
+    assert len(calls) >= 2 and "feasible without your extra constraints" not in str(e.value)
 
 
 def test_no_overlap_serializes_communication_after_compute():

@@ -594,7 +594,7 @@ def _explain_infeasible(search: Search, extra: Extra | None) -> str:
     md = search.md
     p = md.problem
     e = p.engine
-    if extra is not None and search.run(search.master()).status != "infeasible":
+    if extra is not None and search.run(search.master()).visit is not None:  # (a time limit alone proves nothing)
         return "the problem is feasible without your extra constraints; they make it infeasible"
     target = p.objective.iteration_time_target_s
     if target is not None:
