@@ -520,6 +520,15 @@ def test_objective_without_target(tmp_path, doc, capsys, what):
                  line=line_of(path, f"minimize: {what}"))
 
 
+def test_a_target_while_minimizing_iteration_time_is_refused(tmp_path, doc, capsys):
+    """The search minimizes the time and would ignore the target: a file naming one must be told, not answered."""
+    doc["objective"] = {"minimize": "iteration_time", "iteration_time_target": "300 us"}
+    path = write(tmp_path, doc)
+    expect_error(path, capsys, key="objective.iteration_time_target",
+                 phrase="an iteration-time target goes with minimize: area, power or network_cost",
+                 line=line_of(path, "iteration_time_target:"))
+
+
 def test_dma_not_below_hbm(tmp_path, doc, capsys):
     doc["engine"]["dma"].append({"bandwidth": "1 TB/s", "area": "2 mm^2"})
     path = write(tmp_path, doc)

@@ -476,6 +476,10 @@ def objective(ctx: Ctx, o: Any, top: YMap) -> Objective:
     if what != "iteration_time" and target is None:
         raise ctx.error("objective.iteration_time_target", f"minimizing {what} needs an iteration-time target "
                         "(e.g. '2 ms')", getattr(m, "line", None))
+    if what == "iteration_time" and target is not None:  # (the search would minimize the time and ignore it)
+        raise ctx.error("objective.iteration_time_target", "an iteration-time target goes with minimize: area, "
+                        "power or network_cost; minimizing iteration time takes none",
+                        line_of(m, "iteration_time_target"))
     return Objective(what, target)
 
 
