@@ -93,3 +93,51 @@ def test_closed_pipe_ends_quietly(argv):
     _, err = p.communicate(timeout=120)
     assert err.decode() == ""
     assert p.returncode == 141  # 128 + SIGPIPE, what a shell shows for 'git log | head'
+
+
+def test_solve_out_does_not_write_over_a_file_codesign_did_not_write(tmp_path, capsys, no_solve):
+    """Nothing a user made is lost: their summary.txt in the folder stops the command before the solve."""
+    mine = tmp_path / "summary.txt"
+    mine.write_text("my notes\n")
+    msg = one_error(capsys, ["solve", QUICK, "--out", str(tmp_path)])
+    assert msg.startswith(f"--out {tmp_path}: summary.txt is there and codesign did not write it")
+    assert mine.read_text() == "my notes\n"
+
+
+def test_solve_out_does_not_write_through_a_link(tmp_path, capsys, no_solve):
+    outside = tmp_path / "elsewhere.txt"
+    outside.write_text("keep\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "summary.txt").symlink_to(outside)
+    msg = one_error(capsys, ["solve", QUICK, "--out", str(out)])
+    assert "summary.txt there is a symbolic link" in msg and outside.read_text() == "keep\n"
+
+
+def test_solve_out_again_replaces_its_own_files_and_drops_a_stale_picture(tmp_path, capsys):
+    """A second run into the same folder replaces what codesign wrote; a run without validation removes the
+    timeline of the run before, which no longer matches the answer; the user's other files stay."""
+    (tmp_path / "notes.md").write_text("mine\n")
+    assert main(["solve", QUICK, "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "timeline.png").exists()
+    assert main(["solve", QUICK, "--out", str(tmp_path), "--no-validate"]) == 0
+    capsys.readouterr()
+    assert not (tmp_path / "timeline.png").exists() and (tmp_path / "summary.txt").exists()
+    assert (tmp_path / "notes.md").read_text() == "mine\n"
+    listed = (tmp_path / ".codesign-outputs").read_text().split()
+    assert sorted(listed) == ["gantt.png", "schedule.csv", "solution.json", "summary.txt"]
+    (tmp_path / "timeline.png").write_text("the user's own now")  # not listed: theirs
+    assert main(["solve", QUICK, "--out", str(tmp_path)]) == 2
+    assert (tmp_path / "timeline.png").read_text() == "the user's own now"
+
+
+def test_simulate_out_does_not_write_over_a_file_codesign_did_not_write(tmp_path, capsys):
+    sol = tmp_path / "s"
+    assert main(["solve", QUICK, "--out", str(sol), "--no-validate"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "sim"
+    out.mkdir()
+    (out / "simulation.json").write_text("{}")
+    msg = one_error(capsys, ["simulate", QUICK, "--solution", str(sol / "solution.json"), "--out", str(out)])
+    assert "simulation.json is there and codesign did not write it" in msg
+    assert (out / "simulation.json").read_text() == "{}"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CodesignError, InputWarning, SpecError
-from ..spec.files import output_dir, writing
+from ..spec.files import claim_outputs, output_dir, record_outputs, writing
 from .explore import CONFINE_HELP
 
 
@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
 def _solve(args: argparse.Namespace) -> int:
     from ..pipeline.solve import solve
     from ..problem.load import load_problem
-    from ..report.files import write_outputs
+    from ..report.files import OUTPUTS, write_outputs
     from ..report.text import summary
 
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
@@ -72,6 +72,8 @@ def _solve(args: argparse.Namespace) -> int:
     if args.refine < 0 or not math.isfinite(args.refine):
         raise_usage("--refine must be a non-negative number of seconds")
     out = output_dir(args.out) if args.out else None  # a wrong --out is found now, not after the solve
+    if out is not None:
+        claim_outputs(out, OUTPUTS)
     sol = solve(problem, time_limit=args.time_limit, diagnose=args.verbose, refine_s=args.refine, started=args.started)
     if sol.compute_order is not None:  # the reports show the program the solve ran
         from ..milp.compute_order import with_compute_order
@@ -83,6 +85,7 @@ def _solve(args: argparse.Namespace) -> int:
     if out is not None:
         with writing(out):
             written = write_outputs(sol, problem, out, validation=val)
+            record_outputs(out, written, OUTPUTS)
     if args.json:
         doc = sol.to_dict()
         if val is not None:
@@ -154,12 +157,15 @@ def _simulate(args: argparse.Namespace) -> int:
     design, order = design_and_order(problem, args.solution, confine_to=confine_to)
     problem = network_at(problem, args.solution, confine_to=confine_to)  # open bandwidths: the solution's
     out = output_dir(args.out) if args.out else None
+    if out is not None:
+        claim_outputs(out, SIMULATION_OUTPUTS)
     res = simulate(problem, design, order=order, iterations=args.iterations)
     doc = simulation_doc(problem, design, res)
     if out is not None:
         with writing(out):
             (out / "simulation.json").write_text(json.dumps(doc, indent=2))
             timeline_png(res, problem, out / "timeline.png")
+            record_outputs(out, [out / n for n in SIMULATION_OUTPUTS], SIMULATION_OUTPUTS)
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
@@ -167,6 +173,10 @@ def _simulate(args: argparse.Namespace) -> int:
         if problem.workload.task_graph is not None:
             print(f"note: {problem.workload.task_graph.decided}")
     return 0
+
+
+#: The files ``simulate --out`` writes.
+SIMULATION_OUTPUTS = ("simulation.json", "timeline.png")
 
 
 def simulation_doc(problem, design, res) -> dict:

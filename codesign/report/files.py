@@ -10,6 +10,9 @@ from ..problem.model import Problem
 from .plots import gantt, timeline_png
 from .text import summary
 
+#: Every file ``write_outputs`` may write.
+OUTPUTS = ("solution.json", "schedule.csv", "summary.txt", "gantt.png", "timeline.png")
+
 
 def write_outputs(s: Solution, p: Problem, out: Path, *, plot: bool = True, validation=None) -> list[Path]:
     """Write solution.json, schedule.csv, summary.txt, gantt.png and, when validated, timeline.png into ``out``."""

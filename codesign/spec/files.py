@@ -16,7 +16,7 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +131,46 @@ def output_file(path: str | Path, *, flag: str = "--out") -> Path:
     if p.exists() and not os.access(p, os.W_OK):
         raise SpecError(f"{flag} {p}: expected a file to write, but it is not writable")
     return p
+
+
+#: The list, in an output folder, of the files codesign wrote there (one name a line): what a later run may
+#: replace or remove. Anything else in the folder is the user's, and codesign writes over none of it.
+MANIFEST = ".codesign-outputs"
+
+
+def _written_before(out: Path) -> set[str]:
+    try:
+        return {n for n in (out / MANIFEST).read_text().split("\n") if n}
+    except (OSError, UnicodeDecodeError):
+        return set()
+
+
+def claim_outputs(out: Path, names: Iterable[str], *, flag: str = "--out") -> None:
+    """Before a command runs: SpecError if a file it may write in ``out`` (``names``) is there and codesign did not
+    write it (it is not in ``MANIFEST``), or is a symbolic link (writing would follow it out of the folder)."""
+    mine = _written_before(out)
+    for n in names:
+        p = out / n
+        if p.is_symlink():
+            raise SpecError(f"{flag} {out}: {n} there is a symbolic link, which codesign does not write through; "
+                            "remove it or choose another folder")
+        if p.exists() and n not in mine:
+            raise SpecError(f"{flag} {out}: {n} is there and codesign did not write it (or a codesign from before "
+                            f"it listed its files in {MANIFEST}); move it away or choose another folder")
+
+
+def record_outputs(out: Path, written: Iterable[Path], names: Iterable[str]) -> None:
+    """After a command wrote ``written`` into ``out``: of the files it may write (``names``), remove those an earlier
+    run of codesign left there and this run did not write (a picture of another answer), and list what it wrote
+    in ``MANIFEST``."""
+    mine = _written_before(out)
+    now = {Path(w).name for w in written}
+    for n in (set(names) & mine) - now:
+        p = out / n
+        if p.is_file() and not p.is_symlink():
+            p.unlink()
+    mine = (mine - set(names)) | now
+    (out / MANIFEST).write_text("".join(f"{n}\n" for n in sorted(mine)))
 
 
 @contextlib.contextmanager
