@@ -154,3 +154,37 @@ def test_energy_objective_hook_equals_the_best_point_of_the_power_time_front():
     p = codesign.load_problem(QUICK)
     t_opt = codesign.solve(p)
     assert e_milp < t_opt.power_w * t_opt.iteration_time_s * 0.9  # not simply the time-optimal design
+
+
+def test_a_point_a_time_limit_stopped_short_is_shown_so_and_dropped_when_the_answer_as_posed_beats_it(monkeypatch):
+    """A front's solve stopped by its time limit returns a design it did not prove: here, the min-time end's solve
+    comes back with a worse design (more area, the same time). The answer as posed (the problem's own budget, a
+    design of the front's problem too) dominates it, so it is not on the front; and a point not proven says so in
+    its role and the front's notes."""
+    from codesign.explore import pareto
+
+    problem = codesign.load_problem(QUICK)
+    honest = pareto_front(problem)
+    real = pareto.solve
+    calls = []
+
+    smallest = honest.points[0].solution.area_mm2
+
+    def solve(q, **kwargs):
+        s = real(q, **kwargs)
+        calls.append(s)
+        if len(calls) == 1:  # the min-time end's solve (the first): unproven, and worse than it is
+            return dataclasses.replace(s, status="time_limit", gap=0.01, area_mm2=s.area_mm2 * 2)
+        if s.area_mm2 == smallest:  # every solve reaching the min-area design: unproven, its design the true one
+            return dataclasses.replace(s, status="time_limit", gap=0.01)
+        return s
+
+    monkeypatch.setattr(pareto, "solve", solve)
+    front = pareto_front(problem)
+    posed = front.as_posed
+    assert posed is not None and posed.status == "optimal"
+    assert all(not (metric(posed, "area") < p.x and metric(posed, "iteration_time") <= p.y) for p in front.points)
+    assert front.points[-1].solution.iteration_time_s == honest.points[-1].solution.iteration_time_s
+    assert front.points[0].role == "min-area end (not proven: time limit)"
+    assert front.notes and "not proven optimal" in front.notes[0]
+    assert front.dropped >= 1

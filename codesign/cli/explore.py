@@ -225,8 +225,13 @@ def pareto_command(args: argparse.Namespace) -> int:
     print(f"Pareto front of {front.y} against {front.x}: {len(front.points)} designs ({front.method}, "
           f"{front.solves} solves)")
     for p in front.points:
-        print(f"  {front.x} {p.x * sx:9.4g} {ux:5s} {front.y} {p.y * sy:9.4g} {uy:5s} {point_text(p.solution)}"
-              + (f"  <- {p.role}" if p.role else ""))
+        sol, status = p.solution, ""
+        if sol.status != "optimal":  # (a time limit stopped its solve: not proven)
+            status = f"  [{sol.status}" + (f", gap {sol.gap:.2%}" if sol.gap is not None else "") + "]"
+        print(f"  {front.x} {p.x * sx:9.4g} {ux:5s} {front.y} {p.y * sy:9.4g} {uy:5s} {point_text(sol)}"
+              + status + (f"  <- {p.role}" if p.role else ""))
+    for note in front.notes:
+        print(f"note: {note}")
     if {front.x, front.y} == {"network_cost", "iteration_time"} and front.points and args.points is None:
         # LIBRA's performance per cost: T x cost grows with each, so its least is a point of the exact front
         best = min(front.points, key=lambda p: p.x * p.y)
@@ -236,7 +241,8 @@ def pareto_command(args: argparse.Namespace) -> int:
     if front.as_posed is not None:
         a = front.as_posed
         print(f"as posed        {front.x} {metric(a, front.x) * sx:.4g} {ux}, "
-              f"{front.y} {metric(a, front.y) * sy:.4g} {uy}: {point_text(a)}")
+              f"{front.y} {metric(a, front.y) * sy:.4g} {uy}: {point_text(a)}"
+              + ("" if a.status == "optimal" else f" [{a.status}]"))
     with writing(out):
         front.plot(out)
     print(f"plot            {out}")

@@ -19,7 +19,7 @@ solve). Iteration times are in seconds, area in mm^2, power in W, network cost i
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -217,7 +217,14 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
                 pass
         method = f"{points} evenly spaced epsilons on {e}"
     found.append(lo)
-    front, dropped = _nondominated(found, x, y)
+    tr.fraction = 1.0  # the front is traced; the last solve is the problem as posed
+    try:
+        posed = tr.posed()
+    except InfeasibleError:
+        posed = None
+    # the answer as posed is a design of the front's problem too (only the plotted budgets were lifted): a
+    # point it dominates (one a time limit stopped short) is not on the front
+    front, dropped = _nondominated(found, x, y, also=[posed] if posed is not None else [])
     pts = [FrontPoint(metric(s, x), metric(s, y), s) for s in front]
     # sorted by x with y falling: the first point is the min-x end and the last the min-y end (the ends'
     # own solves may be dominated: solve()'s tie-break keeps the first stage's answer when it would change
@@ -226,28 +233,31 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
 
     def role(i: int) -> str:
         names = ([f"min-{short[x]}"] if i == 0 else []) + ([f"min-{short[y]}"] if i == len(pts) - 1 else [])
-        return " and ".join(names) + " end" if names else ""
+        proven = "" if pts[i].solution.status == "optimal" else " (not proven: time limit)"
+        return " and ".join(names) + " end" + proven if names else ""
     pts = [dataclasses.replace(p, role=role(i)) for i, p in enumerate(pts)]
-    tr.fraction = 1.0  # the front is traced; the last solve is the problem as posed
-    try:
-        posed = tr.posed()
-    except InfeasibleError:
-        posed = None
+    unproven = sum(p.solution.status != "optimal" for p in pts)
+    notes = [f"{unproven} of the {len(pts)} points were not proven optimal (a solve stopped at its time limit): "
+             "a design it did not reach may dominate them"] if unproven else []
     budget = {"area": problem.engine.area_budget_mm2, "power": problem.engine.power_budget_w,
               "iteration_time": problem.objective.iteration_time_target_s,
               "network_cost": problem.network.budget if problem.network is not None else None}[x]
-    return ParetoFront(x, y, pts, posed, method, tr.solves, budget, dropped)
+    return ParetoFront(x, y, pts, posed, method, tr.solves, budget, dropped, notes)
 
 
-def _nondominated(sols: list[Solution], x: str, y: str) -> tuple[list[Solution], int]:
-    """Distinct non-dominated points sorted by x; and how many were dropped as dominated."""
+def _nondominated(sols: list[Solution], x: str, y: str,
+                  also: Sequence[Solution] = ()) -> tuple[list[Solution], int]:
+    """Distinct non-dominated points of ``sols`` sorted by x; and how many were dropped as dominated. ``also``:
+    designs that may dominate a point of ``sols`` but are not points of the front themselves."""
     uniq: dict[tuple[float, float], Solution] = {}
     for s in sols:
         uniq.setdefault((round(metric(s, x), 12), round(metric(s, y), 12)), s)
+    others = [(round(metric(s, x), 12), round(metric(s, y), 12)) for s in also]
     keys = sorted(uniq)
     out, best_y, dropped = [], float("inf"), 0
     for kx, ky in keys:
-        if ky < best_y * (1 - 1e-9):
+        beaten = any(ox <= kx and oy <= ky * (1 + 1e-9) and (ox < kx or oy < ky * (1 - 1e-9)) for ox, oy in others)
+        if ky < best_y * (1 - 1e-9) and not beaten:
             out.append(uniq[(kx, ky)])
             best_y = ky
         else:
