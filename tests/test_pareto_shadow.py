@@ -188,3 +188,26 @@ def test_a_point_a_time_limit_stopped_short_is_shown_so_and_dropped_when_the_ans
     assert front.points[0].role == "min-area end (not proven: time limit)"
     assert front.notes and "not proven optimal" in front.notes[0]
     assert front.dropped >= 1
+
+
+def test_shadow_says_when_its_design_was_not_proven(monkeypatch, capsys):
+    """Prices are at the solved design; when a time limit stopped the solve short of a proof, the text says so and
+    the JSON carries the status and gap."""
+    from codesign.cli import main
+    from codesign.pipeline import solve as solve_mod
+
+    real = solve_mod.solve
+    seen = {}
+
+    def unproven(problem, **kwargs):
+        seen.update(kwargs)
+        return dataclasses.replace(real(problem), status="time_limit", gap=0.02)
+
+    monkeypatch.setattr(solve_mod, "solve", unproven)
+    assert main(["shadow", QUICK]) == 0
+    out = capsys.readouterr().out
+    assert "note: the design was not proven optimal (time_limit, gap 2.00%)" in out
+    assert seen.get("started") is not None  # the limit counts from the command's start
+    assert main(["shadow", QUICK, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["status"], doc["gap"]) == ("time_limit", 0.02)

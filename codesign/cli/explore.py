@@ -64,11 +64,13 @@ def register(sub: Any) -> dict[str, Handler]:
     p.add_argument("--confine", action="store_true", help=CONFINE_HELP)
     p.add_argument("--progress", action="store_true",
                    help="show the progress bar on stderr even when it is not a terminal")
-    h = sub.add_parser("shadow", help="what one more unit of each resource is worth, at the optimal design")
+    h = sub.add_parser("shadow", help="what one more unit of each resource is worth, at the solved design")
     h.add_argument("problem", help="problem YAML file")
     h.add_argument("--only", action="append", metavar="PATH", help="price only this resource (repeatable)")
     h.add_argument("--json", action="store_true", help="print one JSON document")
-    h.add_argument("--time-limit", type=float, metavar="S", help="solver time limit, in seconds")
+    h.add_argument("--time-limit", type=float, metavar="S",
+                   help="time limit of the solve, in seconds from the command's start (the pricing after it replays "
+                        "one design per resource)")
     h.add_argument("--solver", metavar="NAME", help="solver profile or a YAML path")
     h.add_argument("--confine", action="store_true", help=CONFINE_HELP)
     return {"sweep": sweep_command, "pareto": pareto_command, "shadow": shadow_command}
@@ -260,14 +262,18 @@ def shadow_command(args: argparse.Namespace) -> int:
     from ..problem.load import load_problem
 
     problem = load_problem(args.problem, solver_profile=args.solver, confine=args.confine)
-    sol = solve(problem, time_limit=_limit(args.time_limit))
+    sol = solve(problem, time_limit=_limit(args.time_limit), started=getattr(args, "started", None))
     rep = shadow_prices(problem, sol, only=args.only)
     if args.json:
-        print(json.dumps({"problem": rep.problem, "design": rep.design, "iteration_time_s": rep.iteration_time_s,
-                          "prices": [p.__dict__ for p in rep.prices]}, indent=2))
+        print(json.dumps({"problem": rep.problem, "status": sol.status, "gap": sol.gap, "design": rep.design,
+                          "iteration_time_s": rep.iteration_time_s, "prices": [p.__dict__ for p in rep.prices]},
+                         indent=2))
         return 0
     print(f"design          {design_text(sol.design)}; iteration time {rep.iteration_time_s * 1e3:.4f} ms "
           f"({sol.order_policy.upper()} order held fixed)")
+    if sol.status != "optimal":  # the prices are this design's, which the solve did not prove the best
+        gap = f", gap {sol.gap:.2%}" if sol.gap is not None else ""
+        print(f"note: the design was not proven optimal ({sol.status}{gap}): the prices are at this design")
     print(rep.table())
     best = max(rep.prices, key=lambda p: p.saves_us_per_step, default=None)
     if best is not None and best.saves_us_per_step > 0:
