@@ -141,3 +141,24 @@ def test_simulate_out_does_not_write_over_a_file_codesign_did_not_write(tmp_path
     msg = one_error(capsys, ["simulate", QUICK, "--solution", str(sol / "solution.json"), "--out", str(out)])
     assert "simulation.json is there and codesign did not write it" in msg
     assert (out / "simulation.json").read_text() == "{}"
+
+
+@pytest.mark.parametrize("argv, phrase", [
+    (["--param", "engine.area_budget=1mm^2:8mm^2:1000000"], "has 1,000,000 values; a sweep plans at most 100,000"),
+    (["--param", "engine.area_budget=1mm^2:8mm^2:1000", "--param", "topology.dims[1].bandwidth=1GB/s:100GB/s:1000"],
+     "1,000,000 points (1000 x 1000 values); a sweep plans at most 100,000"),
+    (["--param", "engine.area_budget=2mm^2", "--workers", "99999999999999999999"],
+     "--workers must be a whole number from 1 to 100,000"),
+], ids=["range", "grid", "workers"])
+def test_a_sweep_too_large_is_refused_before_any_work(tmp_path, capsys, no_solve, argv, phrase):
+    """A mistyped range or worker count was an internal error (MemoryError, OverflowError) or ate the memory."""
+    out = tmp_path / "r.csv"
+    msg = one_error(capsys, ["sweep", QUICK, *argv, "--out", str(out)])
+    assert phrase in msg and not out.exists()
+
+
+def test_the_api_refuses_an_absurd_worker_count(tmp_path):
+    from codesign.errors import SpecError
+    from codesign.explore.sweep import sweep
+    with pytest.raises(SpecError, match="workers: expected a whole number from 1 to 100,000"):
+        sweep(QUICK, {"engine.area_budget": "2mm^2"}, workers=10**9, out=tmp_path / "r.csv")

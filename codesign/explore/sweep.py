@@ -20,6 +20,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import pickle
 import time
 import uuid
@@ -34,9 +35,9 @@ from ..pipeline.solve import Extra
 from ..problem.load import parse_problem
 from ..problem.model import Problem
 from ..spec.yamlfile import load_yaml
-from .executors import make_runner
+from .executors import MAX_WORKERS, make_runner
 from .lanes import Lanes
-from .params import Param, apply, canonical, check_path, get_value, params_from
+from .params import MAX_POINTS, Param, apply, canonical, check_path, get_value, params_from
 from .points import (
     RESULT_COLUMNS,
     BatchTask,
@@ -221,6 +222,11 @@ def plan(problem: Problem | str | Path | Mapping, params: Mapping[str, Any] | It
                             "edited document (a dict) instead", file=file)
         if not any(p.tokens[0] == "solver" for p in ps):
             keep_solver = problem.solver  # e.g. loaded with another solver profile
+    count = math.prod(len(p.values) for p in ps) if mode == "grid" else sum(len(p.values) for p in ps)
+    if count > MAX_POINTS:
+        raise SpecError(f"{count:,} points ({' x '.join(str(len(p.values)) for p in ps)} values); a sweep plans at "
+                        f"most {MAX_POINTS:,}: split it into several sweeps (one results file can hold them all)",
+                        file=file)
     if mode == "grid":
         combos = [(dict(zip([p.path for p in ps], vals)), None) for vals in itertools.product(*(p.values for p in ps))]
     else:
@@ -431,8 +437,8 @@ def read_section(section: Any, file: str) -> dict[str, Any]:
     if not isinstance(mode, str) or mode not in MODES:
         raise error("mode", f"expected one of {', '.join(MODES)}, got {shown(mode)}")
     w = out.get("workers")
-    if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 1):
-        raise error("workers", f"expected a whole number >= 1, got {shown(w)}")
+    if w is not None and (isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= MAX_WORKERS):
+        raise error("workers", f"expected a whole number from 1 to {MAX_WORKERS:,}, got {shown(w)}")
     for k in ("scheduler", "out"):
         if k in out and not (isinstance(out[k], str) and out[k].strip()):
             raise error(k, f"expected {'local or tcp://host:port' if k == 'scheduler' else 'a file name'}, got "
