@@ -162,3 +162,15 @@ def test_the_api_refuses_an_absurd_worker_count(tmp_path):
     from codesign.explore.sweep import sweep
     with pytest.raises(SpecError, match="workers: expected a whole number from 1 to 100,000"):
         sweep(QUICK, {"engine.area_budget": "2mm^2"}, workers=10**9, out=tmp_path / "r.csv")
+
+
+def test_validate_refuses_what_solve_would_refuse(tmp_path, capsys):
+    """'validate' ran the parser's checks only: a ring of 10^23 NPUs passed as valid, then 'solve' refused it (a
+    chunk taking 5e16 s, beyond what the MILP holds). Both refuse it now, with the same line."""
+    text = (ROOT / "problems/quickstart.yaml").read_text()
+    bad = tmp_path / "huge.yaml"
+    bad.write_text(text.replace("kind: ring, size: 4,", "kind: ring, size: 99999999999999999999999,"))
+    assert bad.read_text() != text
+    from_validate = one_error(capsys, ["validate", str(bad)])
+    from_solve = one_error(capsys, ["solve", str(bad), "--no-validate"])
+    assert from_validate == from_solve and "codesign holds tasks up to" in from_validate
