@@ -122,7 +122,9 @@ def test_gnmt_problem_solves_and_replays_close():
 def test_simulate_problem_needs_fixed_design_or_solution(tmp_path):
     r = run("simulate", "problems/quickstart.yaml")
     assert r.returncode == 2
-    assert r.stderr.strip() == ("codesign: error: problems/quickstart.yaml: engine.sram: 2 options: fix each "
+    sram = next(i for i, t in enumerate((ROOT / "problems/quickstart.yaml").read_text().splitlines(), 1)
+                if t.strip().startswith("sram:"))
+    assert r.stderr.strip() == (f"codesign: error: problems/quickstart.yaml:{sram}: engine.sram: 2 options: fix each "
                                 "resource to one value to simulate the problem, or pass --solution from 'solve --out'")
     r = run("solve", "problems/quickstart.yaml", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr

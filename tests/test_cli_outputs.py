@@ -174,3 +174,5 @@ def test_validate_refuses_what_solve_would_refuse(tmp_path, capsys):
     from_validate = one_error(capsys, ["validate", str(bad)])
     from_solve = one_error(capsys, ["solve", str(bad), "--no-validate"])
     assert from_validate == from_solve and "codesign holds tasks up to" in from_validate
+    line = next(i for i, t in enumerate(bad.read_text().splitlines(), 1) if "99999999999999999999999" in t)
+    assert from_validate.startswith(f"{bad}:{line}: topology.dims[0]: ")  # the key's line, found in the file

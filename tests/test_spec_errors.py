@@ -789,3 +789,15 @@ def test_parse_problem_takes_plain_dicts_and_lists(doc, root):
     doc["engine"]["comm_cores"] = [2, "four"]
     with pytest.raises(SpecError, match=r"engine\.comm_cores\[1\]: expected a whole number"):
         codesign.parse_problem(doc, str(root / "problems" / "x.yaml"))
+
+
+def test_line_of_path_finds_the_deepest_key_the_file_has(tmp_path):
+    from codesign.spec.readers import line_of_path
+    from codesign.spec.yamlfile import load_yaml
+    f = tmp_path / "p.yaml"
+    f.write_text("a: 1\ntopology:\n  dims:\n    - {name: x, size: 4}\n    - name: y\n      size: 8\n")
+    doc = load_yaml(str(f))
+    assert line_of_path(doc, "topology.dims[1].size") == 6
+    assert line_of_path(doc, "topology.dims[0]") == 4
+    assert line_of_path(doc, "topology.dims[7].size") == 3  # no such item: the list's own key
+    assert line_of_path(doc, "workload") is None

@@ -352,7 +352,8 @@ def test_package_exports_the_functions_not_the_modules():
     ("  params:\n    topology.dims[1].bandwidth: [25 GB/s]\n  time_limit: 0 s\n", 3, "sweep.time_limit: expected"),
     ("  params:\n    topology.dims[1].bandwidth: [25 GB/s]\n  wokers: 2\n", 3, "sweep.wokers: unknown key 'wokers'"),
     ("  params: {}\n", 1, "sweep.params: expected a mapping {key path: values}"),
-    ("  params:\n    topology.dimz[1].bandwidth: [25 GB/s]\n", None, "topology.dimz[1].bandwidth: no key 'dimz'"),
+    ("  params:\n    topology.dimz[1].bandwidth: [25 GB/s]\n", "topology:",
+     "topology.dimz[1].bandwidth: no key 'dimz'"),
     ("  params:\n    topology.dims[1].bandwidth: [25 GB/s, 100 GB]\n", "name: global",
      "topology.dims[1].bandwidth: expected a bandwidth such as \"25 GB/s\", got '100 GB', which is a size"),
 ], ids=["mode", "workers", "time-limit", "unknown-key", "no-params", "path", "value"])

@@ -106,6 +106,21 @@ def _solve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _with_line(e: CodesignError) -> CodesignError:
+    """A SpecError that names a problem file's key path but no line (found after parsing, e.g. a number beyond what
+    the MILP holds), with the key's line read from the file; any other error as it is."""
+    if not (isinstance(e, SpecError) and e.file and e.path and e.line is None
+            and e.file.lower().endswith((".yaml", ".yml"))):  # (a problem file, not a solution's JSON)
+        return e
+    try:
+        from ..spec.readers import line_of_path
+        from ..spec.yamlfile import load_yaml
+        line = line_of_path(load_yaml(e.file), e.path)
+    except Exception:  # (the file is gone or unreadable now: the message stands as it is)
+        return e
+    return SpecError(e.detail, file=e.file, path=e.path, line=line) if line else e
+
+
 def raise_usage(msg: str) -> None:
     raise SpecError(msg)
 
@@ -257,7 +272,7 @@ def _run(args: argparse.Namespace) -> int:
         _quiet_stdout()
         return 141
     except CodesignError as e:
-        print(f"codesign: error: {e}", file=sys.stderr)
+        print(f"codesign: error: {_with_line(e)}", file=sys.stderr)
         return e.exit_status
     except KeyboardInterrupt:
         print("codesign: interrupted", file=sys.stderr)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,24 @@ def line_of(parent: Any, key: Any) -> int | None:
     if isinstance(parent, YList) and isinstance(key, int):
         return parent.line_of(key)
     return getattr(parent, "line", None)
+
+
+_PATH_TOKEN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
+
+
+def line_of_path(doc: Any, path: str) -> int | None:
+    """The line, in ``doc`` (as ``load_yaml`` read it), of the deepest key of ``path`` (``topology.dims[0].size``)
+    that the document has; None if it has not even the first."""
+    node, line = doc, None
+    for name, index in _PATH_TOKEN.findall(path):
+        key: str | int = name or int(index)
+        if isinstance(node, YMap) and key in node or isinstance(node, YList) and isinstance(key, int) and \
+                0 <= key < len(node):
+            line = line_of(node, key)
+            node = node[key]
+        else:
+            break
+    return line
 
 
 def join_path(path: str, key: str | int) -> str:
