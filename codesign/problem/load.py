@@ -476,10 +476,10 @@ def objective(ctx: Ctx, o: Any, top: YMap) -> Objective:
     if what != "iteration_time" and target is None:
         raise ctx.error("objective.iteration_time_target", f"minimizing {what} needs an iteration-time target "
                         "(e.g. '2 ms')", getattr(m, "line", None))
-    if what == "iteration_time" and target is not None:  # (the search would minimize the time and ignore it)
-        raise ctx.error("objective.iteration_time_target", "an iteration-time target goes with minimize: area, "
-                        "power or network_cost; minimizing iteration time takes none",
-                        line_of(m, "iteration_time_target"))
+    if what == "iteration_time" and target is not None:  # said, not silently ignored (a sweep may vary minimize)
+        ctx.note("objective.iteration_time_target", "ignored: minimizing iteration time takes no target (a target "
+                 "goes with minimize: area, power or network_cost)", line_of(m, "iteration_time_target"))
+        target = None
     return Objective(what, target)
 
 
