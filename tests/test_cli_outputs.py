@@ -124,7 +124,7 @@ def test_solve_out_again_replaces_its_own_files_and_drops_a_stale_picture(tmp_pa
     capsys.readouterr()
     assert not (tmp_path / "timeline.png").exists() and (tmp_path / "summary.txt").exists()
     assert (tmp_path / "notes.md").read_text() == "mine\n"
-    listed = (tmp_path / ".codesign-outputs").read_text().split()
+    listed = [line.split("\t")[0] for line in (tmp_path / ".codesign-outputs").read_text().splitlines()]
     assert sorted(listed) == ["gantt.png", "schedule.csv", "solution.json", "summary.txt"]
     (tmp_path / "timeline.png").write_text("the user's own now")  # not listed: theirs
     assert main(["solve", QUICK, "--out", str(tmp_path)]) == 2
@@ -176,3 +176,40 @@ def test_validate_refuses_what_solve_would_refuse(tmp_path, capsys):
     assert from_validate == from_solve and "codesign holds tasks up to" in from_validate
     line = next(i for i, t in enumerate(bad.read_text().splitlines(), 1) if "99999999999999999999999" in t)
     assert from_validate.startswith(f"{bad}:{line}: topology.dims[0]: ")  # the key's line, found in the file
+
+
+def test_a_file_codesign_wrote_and_the_user_changed_is_theirs(tmp_path, capsys):
+    assert main(["solve", QUICK, "--out", str(tmp_path), "--no-validate"]) == 0
+    capsys.readouterr()
+    (tmp_path / "summary.txt").write_text("edited by hand\n")
+    msg = one_error(capsys, ["solve", QUICK, "--out", str(tmp_path), "--no-validate"])
+    assert "summary.txt is there and codesign did not write it (or it changed since" in msg
+    assert (tmp_path / "summary.txt").read_text() == "edited by hand\n"
+
+
+def test_a_write_stopped_partway_leaves_the_folder_codesigns(tmp_path, capsys, monkeypatch):
+    """A full disk while the pictures are drawn: the files already written are codesign's, so the next run, with
+    room again, writes over them instead of refusing them as the user's."""
+    import errno
+
+    import codesign.report.files as files
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files, "gantt", full)
+    one_error(capsys, ["solve", QUICK, "--out", str(tmp_path), "--no-validate"])
+    assert (tmp_path / "solution.json").exists()
+    monkeypatch.undo()
+    assert main(["solve", QUICK, "--out", str(tmp_path), "--no-validate"]) == 0
+    assert (tmp_path / "gantt.png").exists()
+
+
+def test_the_list_itself_is_not_written_through_a_link(tmp_path, capsys, no_solve):
+    outside = tmp_path / "elsewhere"
+    outside.write_text("keep\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".codesign-outputs").symlink_to(outside)
+    msg = one_error(capsys, ["solve", QUICK, "--out", str(out)])
+    assert ".codesign-outputs there is a symbolic link" in msg and outside.read_text() == "keep\n"

@@ -84,8 +84,7 @@ def _solve(args: argparse.Namespace) -> int:
         val = validate(problem, sol)
     if out is not None:
         with writing(out):
-            written = write_outputs(sol, problem, out, validation=val)
-            record_outputs(out, written, OUTPUTS)
+            written = record_outputs(out, OUTPUTS, lambda: write_outputs(sol, problem, out, validation=val))
     if args.json:
         doc = sol.to_dict()
         if val is not None:
@@ -181,10 +180,11 @@ def _simulate(args: argparse.Namespace) -> int:
     res = simulate(problem, design, order=order, iterations=args.iterations)
     doc = simulation_doc(problem, design, res)
     if out is not None:
-        with writing(out):
+        def write() -> list[Path]:
             (out / "simulation.json").write_text(json.dumps(doc, indent=2))
-            timeline_png(res, problem, out / "timeline.png")
-            record_outputs(out, [out / n for n in SIMULATION_OUTPUTS], SIMULATION_OUTPUTS)
+            return [out / "simulation.json", timeline_png(res, problem, out / "timeline.png")]
+        with writing(out):
+            record_outputs(out, SIMULATION_OUTPUTS, write)
     if args.json:
         print(json.dumps(doc, indent=2))
     else:

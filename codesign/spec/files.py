@@ -16,7 +16,7 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -133,44 +133,78 @@ def output_file(path: str | Path, *, flag: str = "--out") -> Path:
     return p
 
 
-#: The list, in an output folder, of the files codesign wrote there (one name a line): what a later run may
-#: replace or remove. Anything else in the folder is the user's, and codesign writes over none of it.
+#: The list, in an output folder, of the files codesign wrote there, each with its size and modification time
+#: (``name<TAB>bytes<TAB>ns`` a line): what a later run may replace or remove. A file not listed, or changed since
+#: codesign wrote it, is the user's, and codesign writes over none of it.
 MANIFEST = ".codesign-outputs"
 
+Stamp = tuple[int, int] | None  # (size, mtime in ns); None: being written (a write stopped partway left it)
 
-def _written_before(out: Path) -> set[str]:
+
+def _listed(out: Path) -> dict[str, Stamp]:
+    entries: dict[str, Stamp] = {}
     try:
-        return {n for n in (out / MANIFEST).read_text().split("\n") if n}
+        text = (out / MANIFEST).read_text()
     except (OSError, UnicodeDecodeError):
-        return set()
+        return entries
+    for line in text.split("\n"):
+        name, *st = line.split("\t")
+        if name:
+            entries[name] = (int(st[0]), int(st[1])) if len(st) == 2 and all(x.isdigit() for x in st) else None
+    return entries
+
+
+def _stamp(p: Path) -> tuple[int, int]:
+    st = p.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+def _ours(p: Path, entries: dict[str, Stamp]) -> bool:
+    """Whether ``p`` is a file codesign wrote and nobody changed since (or one a stopped write left)."""
+    return p.name in entries and (entries[p.name] is None or entries[p.name] == _stamp(p))
+
+
+def _write_list(out: Path, entries: dict[str, Stamp]) -> None:
+    (out / MANIFEST).write_text("".join(f"{n}\n" if st is None else f"{n}\t{st[0]}\t{st[1]}\n"
+                                        for n, st in sorted(entries.items())))
 
 
 def claim_outputs(out: Path, names: Iterable[str], *, flag: str = "--out") -> None:
-    """Before a command runs: SpecError if a file it may write in ``out`` (``names``) is there and codesign did not
-    write it (it is not in ``MANIFEST``), or is a symbolic link (writing would follow it out of the folder)."""
-    mine = _written_before(out)
-    for n in names:
+    """Before a command runs: SpecError if a file it may write in ``out`` (``names``) is there and is not codesign's
+    (not in ``MANIFEST``, or changed since), or is a symbolic link (writing would follow it out of the folder), as
+    is the list itself."""
+    entries = _listed(out)
+    for n in (MANIFEST, *names):
         p = out / n
         if p.is_symlink():
             raise SpecError(f"{flag} {out}: {n} there is a symbolic link, which codesign does not write through; "
                             "remove it or choose another folder")
-        if p.exists() and n not in mine:
-            raise SpecError(f"{flag} {out}: {n} is there and codesign did not write it (or a codesign from before "
-                            f"it listed its files in {MANIFEST}); move it away or choose another folder")
+        if n != MANIFEST and p.exists() and not _ours(p, entries):
+            raise SpecError(f"{flag} {out}: {n} is there and codesign did not write it (or it changed since, or a "
+                            f"codesign from before it listed its files in {MANIFEST} wrote it); move it away or "
+                            "choose another folder")
 
 
-def record_outputs(out: Path, written: Iterable[Path], names: Iterable[str]) -> None:
-    """After a command wrote ``written`` into ``out``: of the files it may write (``names``), remove those an earlier
-    run of codesign left there and this run did not write (a picture of another answer), and list what it wrote
-    in ``MANIFEST``."""
-    mine = _written_before(out)
+def record_outputs(out: Path, names: Iterable[str], write: Callable[[], Iterable[Path]]) -> list[Path]:
+    """Run ``write`` (which writes some of ``names`` into ``out`` and returns their paths) with ``names`` listed as
+    being written, so that a write stopped partway leaves its files codesign's; then list what it wrote with their
+    stamps, and remove those of ``names`` an earlier run left there unchanged that this run did not write (a
+    picture of another answer). Returns the paths written."""
+    names = list(names)
+    entries = _listed(out)
+    before = {n: entries.get(n) for n in names if n in entries}
+    entries.update({n: None for n in names if not (out / n).exists() or _ours(out / n, entries)})
+    _write_list(out, entries)
+    written = list(write())
     now = {Path(w).name for w in written}
-    for n in (set(names) & mine) - now:
+    for n in set(names) - now:
         p = out / n
-        if p.is_file() and not p.is_symlink():
+        if n in before and p.is_file() and not p.is_symlink() and _ours(p, {n: before[n]}):
             p.unlink()
-    mine = (mine - set(names)) | now
-    (out / MANIFEST).write_text("".join(f"{n}\n" for n in sorted(mine)))
+        entries.pop(n, None)
+    entries.update({n: _stamp(out / n) for n in now})
+    _write_list(out, entries)
+    return written
 
 
 @contextlib.contextmanager
