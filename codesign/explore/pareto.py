@@ -19,7 +19,7 @@ solve). Iteration times are in seconds, area in mm^2, power in W, network cost i
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -222,9 +222,13 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
         posed = tr.posed()
     except InfeasibleError:
         posed = None
-    # the answer as posed is a design of the front's problem too (only the plotted budgets were lifted): a
-    # point it dominates (one a time limit stopped short) is not on the front
-    front, dropped = _nondominated(found, x, y, also=[posed] if posed is not None else [])
+    # the answer as posed is a design of the front's problem too (only the plotted budgets were lifted): it is a
+    # candidate like the others, so a point it dominates (one a time limit stopped short) leaves the front to it
+    front, _ = _nondominated(found + ([posed] if posed is not None else []), x, y)
+    on = {id(s) for s in front}
+    # the epsilon solves' points not on the front: dominated (by another or the answer as posed), not repeats
+    dropped = len({(round(metric(s, x), 12), round(metric(s, y), 12)) for s in found if id(s) not in on}
+                  - {(round(metric(s, x), 12), round(metric(s, y), 12)) for s in front})
     pts = [FrontPoint(metric(s, x), metric(s, y), s) for s in front]
     # sorted by x with y falling: the first point is the min-x end and the last the min-y end (the ends'
     # own solves may be dominated: solve()'s tie-break keeps the first stage's answer when it would change
@@ -245,19 +249,15 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
     return ParetoFront(x, y, pts, posed, method, tr.solves, budget, dropped, notes)
 
 
-def _nondominated(sols: list[Solution], x: str, y: str,
-                  also: Sequence[Solution] = ()) -> tuple[list[Solution], int]:
-    """Distinct non-dominated points of ``sols`` sorted by x; and how many were dropped as dominated. ``also``:
-    designs that may dominate a point of ``sols`` but are not points of the front themselves."""
+def _nondominated(sols: list[Solution], x: str, y: str) -> tuple[list[Solution], int]:
+    """Distinct non-dominated points sorted by x; and how many were dropped as dominated (or as the same point)."""
     uniq: dict[tuple[float, float], Solution] = {}
     for s in sols:
         uniq.setdefault((round(metric(s, x), 12), round(metric(s, y), 12)), s)
-    others = [(round(metric(s, x), 12), round(metric(s, y), 12)) for s in also]
     keys = sorted(uniq)
     out, best_y, dropped = [], float("inf"), 0
     for kx, ky in keys:
-        beaten = any(ox <= kx and oy <= ky * (1 + 1e-9) and (ox < kx or oy < ky * (1 - 1e-9)) for ox, oy in others)
-        if ky < best_y * (1 - 1e-9) and not beaten:
+        if ky < best_y * (1 - 1e-9):
             out.append(uniq[(kx, ky)])
             best_y = ky
         else:
