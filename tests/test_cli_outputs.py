@@ -104,14 +104,16 @@ def test_solve_out_does_not_write_over_a_file_codesign_did_not_write(tmp_path, c
     assert mine.read_text() == "my notes\n"
 
 
-def test_solve_out_does_not_write_through_a_link(tmp_path, capsys, no_solve):
+@pytest.mark.parametrize("name", ["summary.txt", ".codesign-outputs"])
+def test_solve_out_does_not_write_through_a_link(tmp_path, capsys, no_solve, name):
+    """Neither an output nor the list of outputs is written through a link out of the folder."""
     outside = tmp_path / "elsewhere.txt"
     outside.write_text("keep\n")
     out = tmp_path / "out"
     out.mkdir()
-    (out / "summary.txt").symlink_to(outside)
+    (out / name).symlink_to(outside)
     msg = one_error(capsys, ["solve", QUICK, "--out", str(out)])
-    assert "summary.txt there is a symbolic link" in msg and outside.read_text() == "keep\n"
+    assert f"{name} there is a symbolic link" in msg and outside.read_text() == "keep\n"
 
 
 def test_solve_out_again_replaces_its_own_files_and_drops_a_stale_picture(tmp_path, capsys):
@@ -203,13 +205,3 @@ def test_a_write_stopped_partway_leaves_the_folder_codesigns(tmp_path, capsys, m
     monkeypatch.undo()
     assert main(["solve", QUICK, "--out", str(tmp_path), "--no-validate"]) == 0
     assert (tmp_path / "gantt.png").exists()
-
-
-def test_the_list_itself_is_not_written_through_a_link(tmp_path, capsys, no_solve):
-    outside = tmp_path / "elsewhere"
-    outside.write_text("keep\n")
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / ".codesign-outputs").symlink_to(outside)
-    msg = one_error(capsys, ["solve", QUICK, "--out", str(out)])
-    assert ".codesign-outputs there is a symbolic link" in msg and outside.read_text() == "keep\n"
