@@ -182,7 +182,7 @@ def test_a_point_a_time_limit_stopped_short_is_shown_so_and_the_answer_as_posed_
     assert all(p.solution.area_mm2 != fastest.area_mm2 * 2 for p in front.points)  # the unproven one is gone
     end = front.points[-1]
     assert (end.solution.choice, end.solution.status, end.role) == (fastest.choice, "optimal", "min-time end")
-    assert front.points[0].role == "min-area end (not proven: time limit)"
+    assert front.points[0].role == "min-area end (not proven: time_limit)"
     assert front.notes and "not proven optimal" in front.notes[0]
 
 

@@ -237,12 +237,13 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
 
     def role(i: int) -> str:
         names = ([f"min-{short[x]}"] if i == 0 else []) + ([f"min-{short[y]}"] if i == len(pts) - 1 else [])
-        proven = "" if pts[i].solution.status == "optimal" else " (not proven: time limit)"
+        status = pts[i].solution.status
+        proven = "" if status == "optimal" else f" (not proven: {status})"
         return " and ".join(names) + " end" + proven if names else ""
     pts = [dataclasses.replace(p, role=role(i)) for i, p in enumerate(pts)]
     unproven = sum(p.solution.status != "optimal" for p in pts)
-    notes = [f"{unproven} of the {len(pts)} points were not proven optimal (a solve stopped at its time limit): "
-             "a design it did not reach may dominate them"] if unproven else []
+    notes = [f"{unproven} of the {len(pts)} points were not proven optimal (a solve stopped short of its proof, at "
+             "its time limit or its gap): a design it did not reach may dominate them"] if unproven else []
     budget = {"area": problem.engine.area_budget_mm2, "power": problem.engine.power_budget_w,
               "iteration_time": problem.objective.iteration_time_target_s,
               "network_cost": problem.network.budget if problem.network is not None else None}[x]
