@@ -704,7 +704,8 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
         diagnostics = search_diagnostics(master, res, search)
     return Solution(
         problem=p.name, engine=p.engine.kind, objective_kind=what, status=status, iteration_time_s=T,
-        bound_s=bound * TIME_UNIT if (what == "iteration_time" and bound is not None) else None,
+        # (the master's microseconds times 1e-6 can land an ulp above the replay's seconds; a bound is at most T)
+        bound_s=min(bound * TIME_UNIT, T) if (what == "iteration_time" and bound is not None) else None,
         objective=T if what == "iteration_time" else objective,
         objective_bound=bound * scale if bound is not None else None, gap=_gap(objective, bound),
         solve_time_s=wall, design=dict(design.values), choice=dict(choice),
