@@ -207,3 +207,24 @@ def test_shadow_says_when_its_design_was_not_proven(monkeypatch, capsys):
     assert main(["shadow", QUICK, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert (doc["status"], doc["gap"]) == ("time_limit", 0.02)
+
+
+def test_a_resource_at_its_limit_is_said_so_not_priced_beyond_it(tmp_path, capsys):
+    """79 of 80 cores and all of HBM for communication: one more core (none left for compute) or 0.01 more HBM
+    share (1.01) is no design, so nothing is replayed for it and the table says so."""
+    from codesign.cli import main
+    text = (ROOT / "problems/resnet50_baseline_torus3d.yaml").read_text()
+    workload = str(ROOT / "problems/workloads/Resnet50_DataParallel.txt")
+    edge = (text.replace("workloads/Resnet50_DataParallel.txt", workload)
+            .replace("comm_cores: [2, 4, 8, 16]", "comm_cores: [79]")
+            .replace("comm_hbm_share: [0.1, 0.2, 0.3, 0.4, 0.5]", "comm_hbm_share: [1.0]"))
+    assert "[79]" in edge and "[1.0]" in edge
+    f = tmp_path / "edge.yaml"
+    f.write_text(edge)
+    rep = shadow_prices(codesign.load_problem(str(f)), codesign.solve(codesign.load_problem(str(f))))
+    by = {p.param: p for p in rep.prices}
+    for path in ("engine.comm_cores", "engine.comm_hbm_share"):
+        assert by[path].at_limit and by[path].plus_step_us is None and by[path].one_sided is None
+    assert not any(p.at_limit for p in rep.prices if not p.param.startswith("engine."))
+    assert main(["shadow", str(f), "--only", "engine.comm_cores"]) == 0
+    assert "at its limit: no more is possible" in capsys.readouterr().out

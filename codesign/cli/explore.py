@@ -276,7 +276,7 @@ def shadow_command(args: argparse.Namespace) -> int:
         gap = f", gap {sol.gap:.2%}" if sol.gap is not None else ""
         print(f"note: the design was not proven optimal ({sol.status}{gap}): the prices are at this design")
     print(rep.table())
-    best = max(rep.prices, key=lambda p: p.saves_us_per_step, default=None)
+    best = max((p for p in rep.prices if not p.at_limit), key=lambda p: p.saves_us_per_step, default=None)
     if best is not None and best.saves_us_per_step > 0:
         print(f"one more {best.step_label} of {best.label} is worth {best.saves_us_per_step:.4g} us per iteration "
               f"at the margin ({best.plus_step_us:.4g} us re-evaluated with the whole step)")

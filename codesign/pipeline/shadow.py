@@ -65,13 +65,17 @@ class ShadowPrice:
     step_label: str
     dT_dvalue: float
     saves_us_per_step: float
-    plus_step_us: float
-    one_sided: float = 0.0
+    plus_step_us: float | None
+    one_sided: float | None = 0.0
     kink: bool = False
     #: what one more step costs (``cost_unit``): a network dimension's cost per GB/s times its links, an
     #: engine resource's area per step between its chosen option and the next (mm^2); None: no price
     cost_per_step: float | None = None
     cost_unit: str = ""
+    #: one more step would pass the resource's highest value on this NPU (all its cores but one, all its HBM): no
+    #: design has it, so nothing is replayed for more (``plus_step_us`` and ``one_sided`` None) and the duals'
+    #: marginal is one for a platform that cannot be built
+    at_limit: bool = False
 
     @property
     def saves_us_per_cost(self) -> float | None:
@@ -96,6 +100,9 @@ class ShadowReport:
                  + ("   per unit of cost" if priced else "")]
         for p in self.prices:
             v = fmt.get(p.unit, lambda v: f"{v:g}")(p.value)
+            if p.at_limit:
+                lines.append(f"{p.label:46s} {v:>11s}   {'at its limit: no more is possible':32s}")
+                continue
             saves = f"{p.saves_us_per_step:.4g} us per {p.step_label}" + (" *" if p.kink else "")
             per = (f"   {p.saves_us_per_cost:.4g} us per {p.cost_unit} ({p.cost_per_step:.4g} {p.cost_unit} per "
                    f"{p.step_label})" if p.saves_us_per_cost is not None else "")
@@ -140,6 +147,14 @@ def resources(problem: Problem, choice: dict[str, int]) -> list[tuple[str, str, 
         res = kind.resource(r)
         out.append((f"engine.{r}", res.description, res.unit, opts[i].value, set_opt))
     return out
+
+
+def _highest(problem: Problem, path: str) -> float | None:
+    """The highest value the resource at ``path`` may take on the problem's NPU (``Resource.limits``; an engine
+    resource's only), or None."""
+    if not path.startswith("engine."):
+        return None
+    return engine_kind(problem.engine.kind).resource(path.split(".", 1)[1]).limits(problem.npu)[1]
 
 
 class _Platform:
@@ -262,12 +277,18 @@ def shadow_prices(problem: Problem, solution: Solution, *, only: list[str] | Non
             raise SolverError(f"{path}: the LP's structure or coefficients move with the parameter; "
                               "the chain rule on right-hand sides does not apply")
         dT_us = sum(lm * (a - b) for lm, a, b in zip(lam, r1, r0)) / h
+        step_label, step = STEPS[unit]
+        cost, cunit = costs.get(path, (None, ""))
+        hi = _highest(problem, path)
+        if hi is not None and value + step > hi * (1 + 1e-12):  # no design has one step more
+            prices.append(ShadowPrice(path, label, value, unit, step_label, dT_us * TIME_UNIT + 0.0,
+                                      -dT_us * step + 0.0, None, None, False,
+                                      None if cost is None else cost * step, cunit, at_limit=True))
+            continue
         one_sided = (plat.replay(setter(problem, value + h)) - T_replay) / h  # s per unit
         kink = abs(dT_us * TIME_UNIT - one_sided) > 1e-3 * max(abs(one_sided), abs(dT_us * TIME_UNIT)) + 1e-6 * (
             T_replay / value)
-        step_label, step = STEPS[unit]
         plus = (T_replay - plat.replay(setter(problem, value + step))) / TIME_UNIT
-        cost, cunit = costs.get(path, (None, ""))
         prices.append(ShadowPrice(path, label, value, unit, step_label, dT_us * TIME_UNIT + 0.0,
                                   -dT_us * step + 0.0, plus + 0.0, one_sided + 0.0, kink,  # + 0.0: no '-0'
                                   None if cost is None else cost * step, cunit))
