@@ -150,7 +150,7 @@ def test_simulate_out_does_not_write_over_a_file_codesign_did_not_write(tmp_path
     (["--param", "engine.area_budget=1mm^2:8mm^2:1000", "--param", "topology.dims[1].bandwidth=1GB/s:100GB/s:1000"],
      "1,000,000 points (1000 x 1000 values); a sweep plans at most 100,000"),
     (["--param", "engine.area_budget=2mm^2", "--workers", "99999999999999999999"],
-     "--workers must be a whole number from 1 to 100,000"),
+     "--workers: expected a whole number from 1 to 100,000, got 99999999999999999999"),
 ], ids=["range", "grid", "workers"])
 def test_a_sweep_too_large_is_refused_before_any_work(tmp_path, capsys, no_solve, argv, phrase):
     """A mistyped range or worker count was an internal error (MemoryError, OverflowError) or ate the memory."""

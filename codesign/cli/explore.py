@@ -139,7 +139,7 @@ def sweep_settings(problem: str, *, params: Sequence[str] = (), mode: str | None
     planned, so every parameter path and every point is validated; None if neither names a parameter.
     ``codesign sweep`` runs what this returns and ``codesign validate`` calls it on the file alone, so the
     two accept and reject the same ``sweep:`` sections."""
-    from ..explore.executors import MAX_WORKERS
+    from ..explore.executors import bad_workers
     from ..explore.sweep import VALIDATE, load_document, plan, read_section
 
     _, _, section = load_document(problem)
@@ -147,8 +147,8 @@ def sweep_settings(problem: str, *, params: Sequence[str] = (), mode: str | None
     chosen: Any = list(params) or cfg.get("params")
     if not chosen:
         return None
-    if workers is not None and not 1 <= workers <= MAX_WORKERS:
-        raise SpecError(f"--workers must be a whole number from 1 to {MAX_WORKERS:,}")
+    if workers is not None and (wrong := bad_workers(workers)):
+        raise SpecError(f"--workers: {wrong}")
     mode = mode or cfg.get("mode", "grid")
     tl = _limit(time_limit) if time_limit is not None else cfg.get("time_limit")
     pl = plan(problem, chosen, mode=mode, time_limit=tl, solver_profile=solver, checks=[VALIDATE] if validate else [],

@@ -62,15 +62,15 @@ def _list(text: str | None, what: str, cast: Callable[[str], Any]) -> tuple | No
 
 
 def reproduce_command(args: argparse.Namespace) -> int:
-    from ..explore.executors import MAX_WORKERS
+    from ..explore.executors import bad_workers
     from ..study.cases import SHAPES, WORKLOADS
     from ..study.report import json_document, report_text, write_files
     from ..study.run import run_study
 
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise SpecError("--time-limit must be a positive number of seconds")
-    if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
-        raise SpecError(f"--workers must be a whole number from 1 to {MAX_WORKERS:,}")
+    if args.workers is not None and (wrong := bad_workers(args.workers)):
+        raise SpecError(f"--workers: {wrong}")
     workloads = _list(args.workloads, "workloads", str) or tuple(WORKLOADS)
     sizes = _list(args.sizes, "sizes", int) or tuple(SHAPES)
 

@@ -41,6 +41,16 @@ MAX_ATTEMPTS = 3
 #: The most workers a sweep or a study takes (our bound): far beyond a cluster's worth, and small enough that the
 #: planner's per-worker tables cannot exhaust memory, as 10^9 did.
 MAX_WORKERS = 100_000
+
+
+def bad_workers(workers: Any) -> str | None:
+    """What is wrong with a worker count, in a message's words; None if nothing: the one rule the command line, a
+    ``sweep:`` section and the Python API apply."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        return f"expected a whole number from 1 to {MAX_WORKERS:,}, got {shown(workers)}"
+    return None
+
+
 Row = dict[str, Any]
 Task = Any  # a PointTask, or any picklable object with a ``key`` that ``fn`` takes
 
@@ -599,8 +609,8 @@ def make_runner(executor: Any, workers: int | None, tasks: Sequence[Task] = (),
     ``keep``: a local pool may be kept for the next sweep and may be a kept one (``PoolRunner``)."""
     from concurrent.futures import Executor
 
-    if workers is not None and not (isinstance(workers, int) and 1 <= workers <= MAX_WORKERS):
-        raise SpecError(f"workers: expected a whole number from 1 to {MAX_WORKERS:,}, got {shown(workers)}")
+    if workers is not None and (wrong := bad_workers(workers)):
+        raise SpecError(f"workers: {wrong}")
     if executor is None or executor in ("local", "pool"):
         # the pool starts a worker only when a task waits for one (forkserver and spawn), so a pool of n
         # runs a smaller sweep on fewer processes, and is kept for the next sweep of n workers

@@ -24,10 +24,8 @@ from typing import Any
 
 from ..errors import SpecError, shown
 from ..spec import units as U
+from ..spec.readers import Token, parse_path, path_text
 
-Token = str | int
-
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(\S.*?)?\s*$")
 
 #: The most points a sweep plans (our bound): planning takes about 0.1 ms and a few KB a point (the quickstart's
@@ -43,39 +41,6 @@ class Param:
     path: str
     tokens: tuple[Token, ...]
     values: tuple[Any, ...]
-
-
-def parse_path(text: str, *, file: str | None = None) -> tuple[Token, ...]:
-    """``topology.dims[1].bandwidth`` -> ("topology", "dims", 1, "bandwidth"); SpecError if malformed."""
-    if not isinstance(text, str) or not text.strip():
-        raise SpecError(f"expected a key path such as 'topology.dims[1].bandwidth', got {shown(text)}", file=file)
-    s, i, out = text.strip(), 0, []
-    while i < len(s):
-        if s[i] == "[":
-            j = s.find("]", i)
-            if j < 0 or not s[i + 1:j].strip().isdigit():
-                raise SpecError("expected a list index such as [1] in the key path", file=file, path=text)
-            out.append(int(s[i + 1:j]))
-            i = j + 1
-        else:
-            if s[i] == ".":
-                if not out:
-                    raise SpecError("a key path cannot start with '.'", file=file, path=text)
-                i += 1
-            m = _KEY.match(s, i)
-            if not m:
-                raise SpecError(f"expected a key name at character {i + 1} of the key path", file=file, path=text)
-            out.append(m.group())
-            i = m.end()
-        if i < len(s) and s[i] not in ".[":
-            raise SpecError(f"unexpected {shown(s[i])} at character {i + 1} of the key path", file=file, path=text)
-    if not isinstance(out[0], str):
-        raise SpecError("a key path starts with a section name such as 'topology'", file=file, path=text)
-    return tuple(out)
-
-
-def path_text(tokens: Sequence[Token]) -> str:
-    return "".join(f"[{t}]" if isinstance(t, int) else (f".{t}" if i else t) for i, t in enumerate(tokens))
 
 
 def check_path(doc: Any, tokens: Sequence[Token], *, file: str | None = None) -> None:

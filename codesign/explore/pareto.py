@@ -224,11 +224,8 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
         posed = None
     # the answer as posed is a design of the front's problem too (only the plotted budgets were lifted): it is a
     # candidate like the others, so a point it dominates (one a time limit stopped short) leaves the front to it
-    front, _ = _nondominated(found + ([posed] if posed is not None else []), x, y)
-    on = {id(s) for s in front}
-    # the epsilon solves' points not on the front: dominated (by another or the answer as posed), not repeats
-    dropped = len({(round(metric(s, x), 12), round(metric(s, y), 12)) for s in found if id(s) not in on}
-                  - {(round(metric(s, x), 12), round(metric(s, y), 12)) for s in front})
+    front, gone = _nondominated(found + ([posed] if posed is not None else []), x, y)
+    dropped = len(gone - ({_key(posed, x, y)} if posed is not None else set()))  # the epsilon solves' points
     pts = [FrontPoint(metric(s, x), metric(s, y), s) for s in front]
     # sorted by x with y falling: the first point is the min-x end and the last the min-y end (the ends'
     # own solves may be dominated: solve()'s tie-break keeps the first stage's answer when it would change
@@ -250,19 +247,23 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
     return ParetoFront(x, y, pts, posed, method, tr.solves, budget, dropped, notes)
 
 
-def _nondominated(sols: list[Solution], x: str, y: str) -> tuple[list[Solution], int]:
-    """Distinct non-dominated points sorted by x; and how many were dropped as dominated (or as the same point)."""
+def _key(s: Solution, x: str, y: str) -> tuple[float, float]:
+    """A solution's point, rounded so that one design found twice is one point."""
+    return round(metric(s, x), 12), round(metric(s, y), 12)
+
+
+def _nondominated(sols: list[Solution], x: str, y: str) -> tuple[list[Solution], set[tuple[float, float]]]:
+    """Distinct non-dominated points sorted by x; and the points dropped as dominated."""
     uniq: dict[tuple[float, float], Solution] = {}
     for s in sols:
-        uniq.setdefault((round(metric(s, x), 12), round(metric(s, y), 12)), s)
-    keys = sorted(uniq)
-    out, best_y, dropped = [], float("inf"), 0
-    for kx, ky in keys:
+        uniq.setdefault(_key(s, x, y), s)
+    out, best_y, dropped = [], float("inf"), set()
+    for kx, ky in sorted(uniq):
         if ky < best_y * (1 - 1e-9):
             out.append(uniq[(kx, ky)])
             best_y = ky
         else:
-            dropped += 1
+            dropped.add((kx, ky))
     return out, dropped
 
 

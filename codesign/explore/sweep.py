@@ -35,7 +35,7 @@ from ..pipeline.solve import Extra
 from ..problem.load import parse_problem
 from ..problem.model import Problem
 from ..spec.yamlfile import load_yaml
-from .executors import MAX_WORKERS, make_runner
+from .executors import bad_workers, make_runner
 from .lanes import Lanes
 from .params import MAX_POINTS, Param, apply, canonical, check_path, get_value, params_from
 from .points import (
@@ -437,8 +437,8 @@ def read_section(section: Any, file: str) -> dict[str, Any]:
     if not isinstance(mode, str) or mode not in MODES:
         raise error("mode", f"expected one of {', '.join(MODES)}, got {shown(mode)}")
     w = out.get("workers")
-    if w is not None and (isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= MAX_WORKERS):
-        raise error("workers", f"expected a whole number from 1 to {MAX_WORKERS:,}, got {shown(w)}")
+    if w is not None and (wrong := bad_workers(w)):
+        raise error("workers", wrong)
     for k in ("scheduler", "out"):
         if k in out and not (isinstance(out[k], str) and out[k].strip()):
             raise error(k, f"expected {'local or tcp://host:port' if k == 'scheduler' else 'a file name'}, got "

@@ -10,6 +10,7 @@ import difflib
 import math
 import re
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,15 +60,52 @@ def line_of(parent: Any, key: Any) -> int | None:
     return getattr(parent, "line", None)
 
 
-_PATH_TOKEN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
+Token = str | int
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def parse_path(text: str, *, file: str | None = None) -> tuple[Token, ...]:
+    """``topology.dims[1].bandwidth`` -> ("topology", "dims", 1, "bandwidth"); SpecError if malformed."""
+    if not isinstance(text, str) or not text.strip():
+        raise SpecError(f"expected a key path such as 'topology.dims[1].bandwidth', got {shown(text)}", file=file)
+    s, i, out = text.strip(), 0, []
+    while i < len(s):
+        if s[i] == "[":
+            j = s.find("]", i)
+            if j < 0 or not s[i + 1:j].strip().isdigit():
+                raise SpecError("expected a list index such as [1] in the key path", file=file, path=text)
+            out.append(int(s[i + 1:j]))
+            i = j + 1
+        else:
+            if s[i] == ".":
+                if not out:
+                    raise SpecError("a key path cannot start with '.'", file=file, path=text)
+                i += 1
+            m = _KEY.match(s, i)
+            if not m:
+                raise SpecError(f"expected a key name at character {i + 1} of the key path", file=file, path=text)
+            out.append(m.group())
+            i = m.end()
+        if i < len(s) and s[i] not in ".[":
+            raise SpecError(f"unexpected {shown(s[i])} at character {i + 1} of the key path", file=file, path=text)
+    if not isinstance(out[0], str):
+        raise SpecError("a key path starts with a section name such as 'topology'", file=file, path=text)
+    return tuple(out)
+
+
+def path_text(tokens: Sequence[Token]) -> str:
+    return "".join(f"[{t}]" if isinstance(t, int) else (f".{t}" if i else t) for i, t in enumerate(tokens))
 
 
 def line_of_path(doc: Any, path: str) -> int | None:
     """The line, in ``doc`` (as ``load_yaml`` read it), of the deepest key of ``path`` (``topology.dims[0].size``)
-    that the document has; None if it has not even the first."""
+    that the document has; None if it has not even the first, or ``path`` is not a key path."""
+    try:
+        tokens = parse_path(path)
+    except SpecError:
+        return None
     node, line = doc, None
-    for name, index in _PATH_TOKEN.findall(path):
-        key: str | int = name or int(index)
+    for key in tokens:
         if isinstance(node, YMap) and key in node or isinstance(node, YList) and isinstance(key, int) and \
                 0 <= key < len(node):
             line = line_of(node, key)
