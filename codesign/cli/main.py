@@ -53,10 +53,12 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--passes", type=int, default=1, metavar="K", help="ASTRA-sim training passes (default 1)")
     m.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     m.add_argument("--confine", action="store_true", help=CONFINE_HELP + "; with --astra-*, the working folder's")
+    from .calibrate import register as register_calibrate  # accuracy | calibrate
     from .chakra import register as register_chakra  # export-chakra
     from .explore import register as register_sweep  # sweep | pareto | shadow
     from .study import register as register_reproduce  # reproduce
-    ap.set_defaults(more_handlers={**register_sweep(sub), **register_reproduce(sub), **register_chakra(sub)})
+    ap.set_defaults(more_handlers={**register_sweep(sub), **register_reproduce(sub), **register_chakra(sub),
+                                   **register_calibrate(sub)})
     return ap
 
 

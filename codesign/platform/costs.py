@@ -107,15 +107,25 @@ def compute_time_terms(task: Compute, npu: NPU, cores_left: float, hbm_left: flo
     """(core-bound seconds, memory-bound seconds) of a compute task; its time is the larger.
 
     Given as a time t0 at the full NPU: t0 * cores/cores_left and t0 * u * HBM / hbm_left (u: the
-    HBM share compute draws at full speed), and never below t0. Given as FLOPs and bytes: the roofline,
-    FLOPs over the compute rate of the cores left, bytes over the HBM bandwidth left.
+    HBM share compute draws at full speed: the task's own bytes over t0 where it states them, as a task
+    timed by a compute model does, else the NPU's ``compute_hbm_utilization``), and never below t0. Given as
+    FLOPs and bytes: the roofline, FLOPs over the compute rate of the cores left, bytes over the HBM
+    bandwidth left.
     """
     if task.time_s is not None:
         t0 = task.time_s
         core = t0 * npu.cores / cores_left if cores_left > 0 else float("inf")
-        mem = t0 * npu.compute_hbm_utilization * npu.hbm_bandwidth / hbm_left if hbm_left > 0 else float("inf")
+        mem = compute_hbm_bytes(task, npu) / hbm_left if hbm_left > 0 else float("inf")
         return max(core, t0), mem
     flops = task.flops or 0.0
     nbytes = task.hbm_bytes or 0.0
     rate = npu.compute_flops * cores_left / npu.cores
     return resource_time(flops, rate), resource_time(nbytes, hbm_left)
+
+
+def compute_hbm_bytes(task: Compute, npu: NPU) -> float:
+    """HBM bytes a compute task moves: its own where stated, else (a time alone) the NPU's
+    ``compute_hbm_utilization`` of the full bandwidth over its time."""
+    if task.hbm_bytes is not None:
+        return task.hbm_bytes
+    return (task.time_s or 0.0) * npu.compute_hbm_utilization * npu.hbm_bandwidth

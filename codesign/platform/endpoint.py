@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .compute import ComputeModel
+
 
 @dataclass(frozen=True)
 class NPU:
@@ -24,6 +26,13 @@ class NPU:
     cores: int = 16
     core_reduce_rate: float = 25e9
     compute_hbm_utilization: float = 0.5
+    #: A calibrated compute model (``platform.compute``): tasks that list their kernels are timed by it
+    #: instead of the roofline of ``compute_flops`` and ``hbm_bandwidth``. None: the roofline.
+    compute_model: ComputeModel | None = None
+    #: HBM capacity, bytes (None: not stated); what the memory a configuration needs is checked against.
+    hbm_capacity: float | None = None
+    #: The profile the NPU came from (``platform.profiles``), for reports; "" when given value by value.
+    profile: str = ""
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,12 @@ import difflib
 import inspect
 import typing
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError, shown
+from ..platform.compute import ComputeModel, price
 from ..platform.endpoint import NPU, Engine, Option
 from ..platform.engines import ENGINES, every_resource
 from ..platform.network import Network, grid, grid_steps
@@ -41,6 +43,7 @@ from ..workload.chakra import read_trace, trace_path, trace_to_workload
 from ..workload.gnmt import gnmt
 from ..workload.llm import llm
 from ..workload.model import COLLECTIVES, PARALLELISMS, Comm, Compute, Layer, Workload
+from . import platforms
 from .model import OBJECTIVES, ORDERS, Objective, Problem, ScheduleSpec, SolverSpec
 
 # Per engine resource: the key of an option's value, its unit dimension (None: a plain number), its bounds.
@@ -374,20 +377,57 @@ def topology(ctx: Ctx, t: Any, top: YMap) -> tuple[Topology, Network | None]:
     return topo, Network(tuple(options), tuple(costs), budget, unit, tuple(tols))
 
 
-def npu(ctx: Ctx, n: Any, top: YMap) -> NPU:
+NPU_KEYS = ("profile", "compute", "hbm_bandwidth", "hbm_capacity", "cores", "core_reduce_rate",
+            "compute_hbm_utilization", "compute_model")
+MODEL_KEYS = ("sms", "l2_bandwidth", "gemm_efficiency", "memory_efficiency", "kernel_overhead", "host_overhead")
+
+
+def _compute_model(ctx: Ctx, v: Any, path: str, base: ComputeModel | None, flops: float) -> ComputeModel | None:
+    """``npu.compute_model``: a GPU's kernel model (``platform.compute``), on top of ``base`` (a profile's)."""
+    if v is None:
+        return base if base is None else replace(base, matmul_flops=flops)
+    m = section(ctx, v, path, MODEL_KEYS, () if base else ("sms", "l2_bandwidth"))
+
+    def frac(key: str, default: float) -> float:
+        return number(ctx, m.get(key, default), join_path(path, key), line_of(m, key), lo=0, hi=1, lo_open=True)
+
+    d = base or ComputeModel(flops, 1, 1.0)
+    return ComputeModel(
+        matmul_flops=flops,
+        sms=int(number(ctx, m.get("sms", d.sms), join_path(path, "sms"), line_of(m, "sms"), lo=1, integer=True)),
+        l2_bandwidth=quantity(ctx, m, "l2_bandwidth", path, U.BYTES_PER_S, default=d.l2_bandwidth),
+        gemm_efficiency=frac("gemm_efficiency", d.gemm_efficiency),
+        memory_efficiency=frac("memory_efficiency", d.memory_efficiency),
+        kernel_overhead_s=quantity(ctx, m, "kernel_overhead", path, U.SECONDS, allow_zero=True,
+                                   default=d.kernel_overhead_s),
+        host_overhead_s=quantity(ctx, m, "host_overhead", path, U.SECONDS, allow_zero=True,
+                                 default=d.host_overhead_s))
+
+
+def npu(ctx: Ctx, n: Any, top: YMap, *, in_profile: bool = False) -> NPU:
+    """The ``npu`` section: values of its own, on top of the platform profile it names (``profile``)."""
     d = NPU()
     if n is None:
         return d
-    m = section(ctx, n, "npu", ("compute", "hbm_bandwidth", "cores", "core_reduce_rate", "compute_hbm_utilization"),
-                parent=top, key="npu")
+    m = section(ctx, n, "npu", NPU_KEYS, parent=top, key="npu")
+    if in_profile:
+        platforms.check_not_nested(ctx, m, "npu")
+    elif "profile" in m:
+        pctx, pm, pname = platforms.gpu_section(ctx, m["profile"], "npu.profile", line_of(m, "profile"))
+        d = replace(npu(pctx, pm, pm, in_profile=True), profile=pname)
+    flops = quantity(ctx, m, "compute", "npu", U.FLOP_PER_S, default=d.compute_flops)
+    cap = quantity(ctx, m, "hbm_capacity", "npu", U.BYTES, default=d.hbm_capacity) if (
+        "hbm_capacity" in m or d.hbm_capacity is not None) else None
     return NPU(
-        compute_flops=quantity(ctx, m, "compute", "npu", U.FLOP_PER_S, default=d.compute_flops),
+        compute_flops=flops,
         hbm_bandwidth=quantity(ctx, m, "hbm_bandwidth", "npu", U.BYTES_PER_S, default=d.hbm_bandwidth),
         cores=int(number(ctx, m.get("cores", d.cores), "npu.cores", line_of(m, "cores"), integer=True, lo=1)),
         core_reduce_rate=quantity(ctx, m, "core_reduce_rate", "npu", U.BYTES_PER_S, default=d.core_reduce_rate),
         compute_hbm_utilization=number(ctx, m.get("compute_hbm_utilization", d.compute_hbm_utilization),
                                        "npu.compute_hbm_utilization", line_of(m, "compute_hbm_utilization"),
-                                       lo=0, hi=1))
+                                       lo=0, hi=1),
+        compute_model=_compute_model(ctx, m.get("compute_model"), "npu.compute_model", d.compute_model, flops),
+        hbm_capacity=cap, profile=d.profile)
 
 
 # ---------------------------------------------------------------- engine
@@ -634,6 +674,8 @@ def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = No
     sizes = tuple(d.size for d in topo.dims)
     wl = _once(ctx, m["workload"], sizes, lambda w: workload(ctx, w, len(sizes), m, sizes))
     n = _once(ctx, m.get("npu"), (), lambda x: npu(ctx, x, m))
+    if n.compute_model is not None:  # the kernels the workload lists, timed on this NPU
+        wl = _once(ctx, wl, (id(n),), lambda w: price(w, n.compute_model, n.hbm_bandwidth))
     eng = _once(ctx, m["engine"], (n,), lambda e: engine(ctx, e, n, m))
     name = text(ctx, m, "name", "") or Path(path).stem  # (read in the order the errors have always come in)
     obj = _once(ctx, m.get("objective"), (), lambda o: objective(ctx, o, m))

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from heapq import heappop, heappush
 
 from ..platform.collectives import phases
-from ..platform.costs import collective_demands, compute_time_terms
+from ..platform.costs import collective_demands, compute_hbm_bytes, compute_time_terms
 from ..platform.endpoint import Design
 from ..platform.pools import (
     PhaseWork,
@@ -103,9 +103,7 @@ class SimResult:
 
 def _compute_hbm_rate(task, npu, rate: float) -> float:
     """HBM bytes/s a compute task draws at progress rate ``rate`` (fraction per second)."""
-    if task.time_s is not None:
-        return task.time_s * npu.compute_hbm_utilization * npu.hbm_bandwidth * rate
-    return (task.hbm_bytes or 0.0) * rate
+    return compute_hbm_bytes(task, npu) * rate
 
 
 def _compute_draw(task, npu, pools: Pools, comm_busy: bool, comm_memory_rate: float) -> tuple[float, float]:

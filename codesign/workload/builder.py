@@ -26,24 +26,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import PARALLELISMS, Comm, Compute, Layer, Workload
+from .model import PARALLELISMS, Comm, Compute, Kernel, Layer, Workload
 
 
 @dataclass(frozen=True)
 class Work:
-    """FLOPs and HBM bytes of one compute task (or part of one)."""
+    """FLOPs and HBM bytes of one compute task (or part of one), and, where known, the kernels that do it
+    (``model.Kernel``; their FLOPs add up to ``flops``)."""
 
     flops: float = 0.0
     bytes: float = 0.0
+    kernels: tuple[Kernel, ...] = ()
 
     def __add__(self, other: Work) -> Work:
-        return Work(self.flops + other.flops, self.bytes + other.bytes)
+        return Work(self.flops + other.flops, self.bytes + other.bytes, self.kernels + other.kernels)
 
     def times(self, k: float) -> Work:
-        return Work(k * self.flops, k * self.bytes)
+        """``k`` times the work; kernels run ``k`` times (``k`` a whole number where there are kernels)."""
+        if self.kernels and k != int(k):
+            raise ValueError(f"kernels run a whole number of times, not {k}")
+        return Work(k * self.flops, k * self.bytes, tuple(kr.times(int(k)) for kr in self.kernels))
 
     def compute(self) -> Compute:
-        return Compute(flops=self.flops, hbm_bytes=self.bytes) if (self.flops or self.bytes) else Compute()
+        if not (self.flops or self.bytes):
+            return Compute()
+        return Compute(flops=self.flops, hbm_bytes=self.bytes, kernels=self.kernels)
 
 
 @dataclass(frozen=True)

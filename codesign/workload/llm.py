@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from . import llm_kernels as K
 from .builder import Work  # FLOPs and HBM bytes of a compute task: the layer builder's
 from .model import Comm, Issue, Layer, Step, Workload
 
@@ -102,6 +103,10 @@ class LLMConfig:
     act_bytes: float
     weight_bytes: float
     grad_bytes: float
+    #: Whether each layer's data-parallel gradient reduction starts when its backward ends, beside the rest
+    #: of the backward (Megatron's ``--overlap-grad-reduce``, DeepSpeed's buckets), or all of them after the
+    #: last backward, as Megatron's local DDP and vTrain's runs without gradient buckets do.
+    overlap_grad_reduce: bool = True
 
     @property
     def micro_batches(self) -> int:
@@ -138,7 +143,7 @@ def config(layers: int, hidden: int, heads: int, seq_len: int, vocab: int, ffn_h
            global_batch: int, tensor_parallel: int, pipeline_parallel: int, data_parallel: int,
            tensor_dims: tuple[int, ...], pipeline_dims: tuple[int, ...], data_dims: tuple[int, ...],
            schedule: str, recompute: str, zero: int, act_bytes: float, weight_bytes: float, grad_bytes: float,
-           topology_sizes: tuple[int, ...] | None) -> LLMConfig:
+           topology_sizes: tuple[int, ...] | None, overlap_grad_reduce: bool = True) -> LLMConfig:
     """Check the arguments (each error says which and why) and return the configuration."""
     for k, v in dict(layers=layers, hidden=hidden, heads=heads, seq_len=seq_len, vocab=vocab, micro_batch=micro_batch,
                      global_batch=global_batch, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel,
@@ -187,8 +192,14 @@ def config(layers: int, hidden: int, heads: int, seq_len: int, vocab: int, ffn_h
     if p > 1 and len(pdims) != 1:
         raise ValueError(f"pipeline_dims {list(pdims)}: a pipeline of {p} stages lies along one dimension (its "
                          "stages pass activations to their neighbour in it)")
+    if not isinstance(overlap_grad_reduce, bool):
+        raise ValueError(f"overlap_grad_reduce must be true or false, got {overlap_grad_reduce!r}")
+    if zero >= 2 and not overlap_grad_reduce:
+        raise ValueError(f"zero {zero} reduce-scatters every micro-batch's gradients as its backward runs; "
+                         "overlap_grad_reduce: false goes with zero 0 or 1")
     return LLMConfig(layers, hidden, heads, seq_len, vocab, ffn, micro_batch, global_batch, t, p, d, tdims, pdims,
-                     ddims, schedule, recompute, zero, float(act_bytes), float(weight_bytes), float(grad_bytes))
+                     ddims, schedule, recompute, zero, float(act_bytes), float(weight_bytes), float(grad_bytes),
+                     overlap_grad_reduce)
 
 
 # ---------------------------------------------------------------------------------------------- blocks
@@ -218,34 +229,40 @@ def blocks(c: LLMConfig) -> dict[str, Block]:
     att_act = A * (7 * n * h + 8 * n * ht + 4 * S)
     att_w = 4 * h * ht * W
     att_params = round((4 * h * h + 3 * h) / t) + 3 * h
-    core = Work(4.0 * n * s * ht, A * (4 * n * ht + 4 * S))
+    x = K.Shape(n, s, c.micro_batch, h, f, a, t, V, A, W)
+    kf, ki, kw = K.attention(x)
+    core = Work(4.0 * n * s * ht, A * (4 * n * ht + 4 * S), K.attention_core_forward(x))
     attention = Block("attention", "attention", att_params,
-                      forward=Work(8.0 * n * h * ht + 4.0 * n * s * ht, att_act + att_w),
-                      input_grad=Work(8.0 * n * h * ht + 8.0 * n * s * ht, 2 * att_act + att_w),
-                      weight_grad=Work(8.0 * n * h * ht, att_params * MAIN_GRAD_BYTES),
+                      forward=Work(8.0 * n * h * ht + 4.0 * n * s * ht, att_act + att_w, kf),
+                      input_grad=Work(8.0 * n * h * ht + 8.0 * n * s * ht, 2 * att_act + att_w, ki),
+                      weight_grad=Work(8.0 * n * h * ht, att_params * MAIN_GRAD_BYTES, kw),
                       selective=core, tp_forward_bytes=tp_ar, tp_backward_bytes=tp_ar)
     # MLP: LayerNorm, FC1 (h -> f), GeLU, FC2 (f -> h), bias-dropout-residual
     mlp_act = A * (7 * n * h + 4 * n * ft)
     mlp_w = 2 * h * ft * W
     mlp_params = round((2 * h * f + f) / t) + 3 * h
+    kf, ki, kw = K.mlp(x)
     mlp = Block("mlp", "mlp", mlp_params,
-                forward=Work(4.0 * n * h * ft, mlp_act + mlp_w),
-                input_grad=Work(4.0 * n * h * ft, 2 * mlp_act + mlp_w),
-                weight_grad=Work(4.0 * n * h * ft, mlp_params * MAIN_GRAD_BYTES),
+                forward=Work(4.0 * n * h * ft, mlp_act + mlp_w, kf),
+                input_grad=Work(4.0 * n * h * ft, 2 * mlp_act + mlp_w, ki),
+                weight_grad=Work(4.0 * n * h * ft, mlp_params * MAIN_GRAD_BYTES, kw),
                 tp_forward_bytes=tp_ar, tp_backward_bytes=tp_ar)
     # embedding: word (vocabulary-parallel) and learned position embeddings, gathered for n tokens
     emb_params = round(V * h / t) + s * h
+    kf, _, kw = K.embedding(x, n * h * (2 * W + A), float(n * h), n * h * A + emb_params * MAIN_GRAD_BYTES)
     embedding = Block("embedding", "embedding", emb_params,
-                      forward=Work(0.0, n * h * (2 * W + A)),
+                      forward=Work(0.0, n * h * (2 * W + A), kf),
                       input_grad=Work(),
-                      weight_grad=Work(float(n * h), n * h * A + emb_params * MAIN_GRAD_BYTES),
+                      weight_grad=Work(float(n * h), n * h * A + emb_params * MAIN_GRAD_BYTES, kw),
                       tp_forward_bytes=tp_ar)
     # head: final LayerNorm, logits (column-parallel over the vocabulary), cross-entropy
     logits = n * V / t
+    kf, ki, kw = K.head(x, 4 * logits * 4, 2 * logits * 4)
     head = Block("head", "head", 2 * h,
-                 forward=Work(2.0 * n * h * V / t, A * (3 * n * h + logits) + h * (V / t) * W + 4 * logits * 4),
-                 input_grad=Work(2.0 * n * h * V / t, A * (3 * n * h) + h * (V / t) * W + 2 * logits * 4),
-                 weight_grad=Work(2.0 * n * h * V / t, A * n * h + 4 * logits + (h * V / t + 2 * h) * MAIN_GRAD_BYTES),
+                 forward=Work(2.0 * n * h * V / t, A * (3 * n * h + logits) + h * (V / t) * W + 4 * logits * 4, kf),
+                 input_grad=Work(2.0 * n * h * V / t, A * (3 * n * h) + h * (V / t) * W + 2 * logits * 4, ki),
+                 weight_grad=Work(2.0 * n * h * V / t, A * n * h + 4 * logits + (h * V / t + 2 * h) * MAIN_GRAD_BYTES,
+                                  kw),
                  tp_forward_bytes=12.0 * n if t > 1 else 0.0, tp_backward_bytes=tp_ar)
     return {"embedding": embedding, "attention": attention, "mlp": mlp, "head": head}
 
@@ -386,6 +403,8 @@ class _LLMBuilder:
         self.dp_keys: dict[int, list[tuple[int, int]]] = {}
         self.per_mb_reduce = self.zero >= 2          # ZeRO-2/3 reduce-scatter every micro-batch's gradients (p = 1)
         self.can_merge = merge and not self.per_mb_reduce and self.zero != 3
+        #: without overlap, the gradient reductions the backward would release, issued after its last step
+        self.deferred: list[tuple[str, int, Comm]] = []
 
     # ---- the steps of one micro-batch
     def fwd(self, order: list[int], label: str, kind: str, recompute: bool = False, r: int = 1) -> None:
@@ -428,7 +447,10 @@ class _LLMBuilder:
         layer = self.layers[i]
         if layer.input_grad_comm is not None:
             self.P.issue(f"{label}.{self.names[i]}.tp_backward", "tp", i, _scaled(layer.input_grad_comm, r))
-        if layer.weight_grad_comm is not None and carry is not None:
+        if layer.weight_grad_comm is not None and carry is not None and not self.c.overlap_grad_reduce:
+            self.deferred.append((f"{label}.{self.names[i]}.{'dp' if self.zero == 0 else 'reduce_scatter'}", i,
+                                  layer.weight_grad_comm))
+        elif layer.weight_grad_comm is not None and carry is not None:
             key = self.P.issue(f"{label}.{self.names[i]}.{'dp' if self.zero == 0 else 'reduce_scatter'}", "dp", i,
                                layer.weight_grad_comm, wait=None)
             carry.setdefault(i, []).append(key)
@@ -518,8 +540,11 @@ class _LLMBuilder:
         c, work = self.c, self.work
         stage = self.ghost_first if self.p > 1 else self.own
         dp_stage_params = sum(work[i].params for i in stage)
+        for name, i, comm in self.deferred:    # after the last backward, in the order it would release them
+            self.dp_keys.setdefault(i, []).append(self.P.issue(name, "dp", i, comm, wait=None))
         opt_bytes = dp_stage_params * ADAM_BYTES_PER_PARAM / (c.dp if self.zero >= 1 else 1)
-        opt = self.P.step("stage0.optimizer" if self.p > 1 else "optimizer", -1, "optimizer", Work(0.0, opt_bytes))
+        opt = self.P.step("stage0.optimizer" if self.p > 1 else "optimizer", -1, "optimizer",
+                          Work(0.0, opt_bytes, (K.memory("optimizer.adam", opt_bytes),)))
         for keys in self.dp_keys.values():
             for key in keys:
                 self.P.await_at(key, opt)
@@ -588,7 +613,8 @@ def llm(layers: int = 96, hidden: int = 12288, heads: int = 96, seq_len: int = 2
         pipeline_parallel: int = 8, data_parallel: int = 16, tensor_dims: tuple[int, ...] = (0,),
         pipeline_dims: tuple[int, ...] = (1,), data_dims: tuple[int, ...] = (2, 3), schedule: str = "1f1b",
         recompute: str = "selective", zero: int = 0, act_bytes: float = 2.0, weight_bytes: float = 2.0,
-        grad_bytes: float = 2.0, merge_micro_batches: bool = True, name: str = "llm", *,
+        grad_bytes: float = 2.0, merge_micro_batches: bool = True, overlap_grad_reduce: bool = True,
+        name: str = "llm", *,
         topology_sizes: tuple[int, ...] | None = None) -> Workload:
     """A decoder-only Transformer's training iteration on one tensor-parallel rank of the last pipeline stage.
 
@@ -598,12 +624,14 @@ def llm(layers: int = 96, hidden: int = 12288, heads: int = 96, seq_len: int = 2
     1F1B, selective recomputation [KORTHIKANTI22], no ZeRO, 2-byte activations, weights and gradients.
     ``ffn_hidden`` 0 means 4 x hidden. ``*_dims``: the topology dimensions each parallelism takes, whole, their
     sizes multiplied giving its degree (checked when ``topology_sizes`` is given, as a problem file does).
+    ``overlap_grad_reduce``: each layer's data-parallel gradient reduction starts as its backward ends (true),
+    or all of them after the last backward (false, Megatron's local DDP).
     ``merge_micro_batches``: run the steady state's identical micro-batches as one step each of their summed
     work (exact but for per-message latencies, docs/llm.md); false lays out every micro-batch.
     """
     cfg = config(layers, hidden, heads, seq_len, vocab, ffn_hidden, micro_batch, global_batch, tensor_parallel,
                  pipeline_parallel, data_parallel, tuple(tensor_dims), tuple(pipeline_dims), tuple(data_dims),
-                 schedule, recompute, zero, act_bytes, weight_bytes, grad_bytes, topology_sizes)
+                 schedule, recompute, zero, act_bytes, weight_bytes, grad_bytes, topology_sizes, overlap_grad_reduce)
     if not isinstance(merge_micro_batches, bool):
         raise ValueError(f"merge_micro_batches must be true or false, got {merge_micro_batches!r}")
     return build_llm(cfg, name, merge_micro_batches)

@@ -35,13 +35,48 @@ PARALLELISMS = ("data", "model", "hybrid_data_model", "hybrid_model_data", "hybr
 PHASE_KINDS = ("forward", "input_grad", "weight_grad")
 
 
+#: What a kernel is: a matrix product (``gemm``, on the tensor cores) or an element-wise or reduction kernel
+#: whose time is its memory traffic (``memory``: LayerNorm, softmax, dropout, GeLU, the optimizer step).
+KERNEL_KINDS = ("gemm", "memory")
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One GPU kernel of a compute task, as the platform's compute model prices it (``platform.compute``).
+
+    ``gemm``: ``batch`` independent products of an (m x k) by a (k x n) matrix, 2 m n k FLOPs each, ``bytes`` the
+    HBM traffic of its operands and result; ``memory``: ``bytes`` of HBM traffic and ``flops`` of vector work.
+    ``count``: how many times the kernel runs back to back (r merged micro-batches run it r times)."""
+
+    name: str
+    kind: str
+    flops: float
+    bytes: float
+    m: int = 0
+    n: int = 0
+    k: int = 0
+    batch: int = 1
+    count: int = 1
+
+    def times(self, r: int) -> Kernel:
+        return Kernel(self.name, self.kind, self.flops, self.bytes, self.m, self.n, self.k, self.batch,
+                      self.count * r)
+
+
 @dataclass(frozen=True)
 class Compute:
-    """One compute task's demand: a time at the full NPU, or FLOPs plus HBM bytes (roofline)."""
+    """One compute task's demand: a time at the full NPU, or FLOPs plus HBM bytes (roofline).
+
+    ``kernels``, where the workload knows them (the LLM builder does), say how the FLOPs and bytes are
+    divided among GPU kernels: an NPU with a compute model (``platform.compute``, a calibrated profile)
+    prices them into ``time_s`` when the problem is assembled, keeping ``hbm_bytes`` as the HBM the task
+    draws; without one the roofline of ``flops`` and ``hbm_bytes`` applies. A time given with
+    ``hbm_bytes`` draws those bytes over the time; a time alone draws the NPU's ``compute_hbm_utilization``."""
 
     time_s: float | None = None
     flops: float | None = None
     hbm_bytes: float | None = None
+    kernels: tuple[Kernel, ...] = ()
 
     @property
     def empty(self) -> bool:

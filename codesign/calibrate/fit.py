@@ -1,0 +1,173 @@
+"""Fitting a platform profile to measurements: collective curves, and a GPU's compute model to single-node
+training runs. Both are least-absolute-relative-deviation fits, LPs on HiGHS (``milp.fit.l1_fit``).
+
+- ``fit_link``: a network's bandwidth and per-step latency from measured all-reduce times (nccl-tests): the
+  time codesign gives an all-reduce of S bytes on a dimension of p GPUs is linear in 1/bandwidth and the
+  latency (``platform.costs.link_time``: wire bytes over the bandwidth, plus message steps times hops times
+  the latency), so one LP fits them exactly in that model;
+- ``fit_compute``: ``gemm_efficiency``, ``memory_efficiency`` and ``kernel_overhead_s`` from measured
+  iteration times. A simulated iteration is piecewise linear in (1/gemm_efficiency, 1/memory_efficiency,
+  kernel overhead) where the schedule does not change, so the fit is a sequence of LPs, each over the
+  period's linearization at the last fit (finite differences of the simulation itself), inside a trust
+  region that shrinks until the fit stops improving.
+Multi-node training runs are never fitted to: they are what ``codesign accuracy`` judges predictions by.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..errors import SpecError
+from ..milp.fit import l1_fit
+from ..platform.collectives import phases
+from ..platform.compute import ComputeModel
+from ..platform.endpoint import NPU
+from ..platform.topology import Dim, Topology
+from ..problem.platforms import Cluster, Link
+from ..spec.files import read_user_file
+from ..workload.model import Comm
+from .predict import Unsupported, predict
+from .runs import Run
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured collective: GPUs, buffer bytes (nccl-tests' size), seconds."""
+
+    gpus: int
+    bytes: float
+    seconds: float
+
+
+def read_nccl(path: str | Path, gpus: int | None = None) -> list[Sample]:
+    """An nccl-tests all-reduce table as CSV (size in bytes first, the out-of-place time in ns fourth); the
+    GPU count from ``gpus`` or the file's name (``..._<N>gpu.csv``)."""
+    file = str(path)
+    if gpus is None:
+        m = re.search(r"(\d+)gpu", Path(file).name)
+        if not m:
+            raise SpecError("cannot tell the GPU count from the name (expected ..._<N>gpu.csv); give --gpus",
+                            file=file)
+        gpus = int(m.group(1))
+    out = []
+    rows = csv.reader(io.StringIO(read_user_file(path, what="nccl-tests table (CSV)")))
+    for i, row in enumerate(rows, start=1):
+        if i == 1 and row and not row[0].strip().isdigit():
+            continue  # the header
+        try:
+            size, ns = float(row[0]), float(row[3])
+        except (IndexError, ValueError):
+            raise SpecError(f"expected size in bytes, count, type, time in ns, ...; got {','.join(row)[:60]!r}",
+                            file=file, line=i) from None
+        if not (size > 0 and ns > 0 and math.isfinite(size) and math.isfinite(ns)):
+            raise SpecError("size and time must be numbers > 0", file=file, line=i)
+        out.append(Sample(gpus, size, ns * 1e-9))
+    if not out:
+        raise SpecError("no measurements", file=file)
+    return out
+
+
+def _allreduce_terms(s: Sample, algorithm: str) -> tuple[float, float]:
+    """(wire bytes, message steps x hops) of an all-reduce of ``s.bytes`` on a switch of ``s.gpus``."""
+    dim = Dim("fit", "switch", s.gpus, 1, 1.0, 0.0, algorithm)
+    phs = phases(Comm("all_reduce", s.bytes), Topology((dim,)))
+    return sum(p.wire_bytes for p in phs), sum(p.steps for p in phs) * dim.hops
+
+
+def fit_link(samples: Sequence[Sample], algorithm: str = "ring") -> tuple[Link, list[float]]:
+    """The bandwidth (B/s) and per-step latency (s) that fit ``samples`` best (sum of relative errors), and
+    each sample's relative error at the fit."""
+    rows = [_allreduce_terms(s, algorithm) for s in samples]
+    b = [s.seconds for s in samples]
+    fit = l1_fit(rows, b, [1.0 / t for t in b], lo=[1e-15, 0.0])
+    inv_bw, lat = fit.x
+    errors = [(w * inv_bw + st * lat) / t - 1.0 for (w, st), t in zip(rows, b)]
+    return Link(1.0 / inv_bw, lat, algorithm), errors
+
+
+# ---------------------------------------------------------------------------------------------- compute
+
+#: The compute model's fitted parameters as the LP sees them: reciprocals of the efficiencies (times are
+#: proportional to them) and the overhead in microseconds (so the LP's columns are of like size).
+def _theta(m: ComputeModel) -> tuple[float, ...]:
+    return 1.0 / m.gemm_efficiency, 1.0 / m.memory_efficiency, m.kernel_overhead_s * 1e6, m.host_overhead_s * 1e6
+
+
+def _model(m: ComputeModel, th: Sequence[float]) -> ComputeModel:
+    return replace(m, gemm_efficiency=1.0 / th[0], memory_efficiency=1.0 / th[1], kernel_overhead_s=th[2] * 1e-6,
+                   host_overhead_s=th[3] * 1e-6)
+
+
+#: Bounds of the fit: efficiencies in [0.2, 1], the overheads in [0, 100] us.
+LO, HI = (1.0, 1.0, 0.0, 0.0), (5.0, 5.0, 100.0, 100.0)
+NTH = len(LO)
+
+
+@dataclass(frozen=True)
+class ComputeFit:
+    """The fitted model, each run's relative error at it, and the LP iterations taken."""
+
+    model: ComputeModel
+    errors: tuple[float, ...]
+    iterations: int
+
+
+def fit_compute(runs: Sequence[Run], cluster: Cluster, gpu: NPU, *, iterations: int = 6,
+                progress: Callable[[int, float], None] | None = None) -> ComputeFit:
+    """Fit ``gpu``'s compute model to ``runs`` (single-node runs, module docstring)."""
+    if gpu.compute_model is None:
+        raise ValueError("the GPU has no compute model to fit")
+    usable = []
+    for r in runs:
+        try:
+            predict(r, cluster, gpu)
+            usable.append(r)
+        except Unsupported:
+            continue
+    if not usable:
+        raise ValueError("no run codesign can rebuild")
+
+    def times(th: Sequence[float]) -> list[float]:
+        g = replace(gpu, compute_model=_model(gpu.compute_model, th))
+        return [predict(r, cluster, g) for r in usable]
+
+    meas = [r.measured_s for r in usable]
+    th = list(_theta(gpu.compute_model))
+    th = [min(max(v, lo), hi) for v, lo, hi in zip(th, LO, HI)]
+    base = times(th)
+    best = _objective(base, meas)
+    radius = 0.5
+    done = 0
+    for done in range(1, iterations + 1):
+        cols = []
+        for j in range(NTH):
+            step = max(abs(th[j]) * 0.05, 0.05)
+            probe = list(th)
+            probe[j] += step
+            cols.append([(t1 - t0) / step for t1, t0 in zip(times(probe), base)])
+        A = [[cols[j][i] for j in range(NTH)] for i in range(len(usable))]
+        rhs = [m_ - t0 + sum(A[i][j] * th[j] for j in range(NTH)) for i, (m_, t0) in enumerate(zip(meas, base))]
+        lo = [max(LO[j], th[j] * (1 - radius) - (4 * radius if j >= 2 else 0.0)) for j in range(NTH)]
+        hi = [min(HI[j], th[j] * (1 + radius) + (4 * radius if j >= 2 else 0.0)) for j in range(NTH)]
+        cand = list(l1_fit(A, rhs, [1.0 / m_ for m_ in meas], lo=lo, hi=hi).x)
+        got = times(cand)
+        score = _objective(got, meas)
+        if score < best - 1e-9:
+            th, base, best = cand, got, score
+        else:
+            radius /= 2
+        if progress is not None:
+            progress(done, best / len(usable))
+        if radius < 0.01:
+            break
+    errors = tuple(t / m_ - 1.0 for t, m_ in zip(base, meas))
+    return ComputeFit(_model(gpu.compute_model, th), errors, done)
+
+
+def _objective(pred: Sequence[float], meas: Sequence[float]) -> float:
+    return sum(abs(p / m - 1.0) for p, m in zip(pred, meas))

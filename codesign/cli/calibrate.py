@@ -1,0 +1,133 @@
+"""``codesign accuracy`` (predictions against measured runs) and ``codesign calibrate`` (a profile fitted to
+microbenchmarks and single-node runs); docs/accuracy.md."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def register(sub: Any) -> dict[str, Handler]:
+    """Add ``accuracy`` and ``calibrate`` to ``sub`` (argparse subparsers)."""
+    a = sub.add_parser("accuracy", help="predict measured training runs and report the errors",
+                       description="Rebuild each row of a measured-runs CSV (vTrain's columns, docs/accuracy.md) "
+                       "as an LLM training problem on a cluster profile, simulate it, and print measured, "
+                       "predicted and error per row, the mean and worst absolute error, and Spearman's rank "
+                       "correlation within each model size.")
+    a.add_argument("runs", help="measured runs, CSV")
+    a.add_argument("--platform", required=True, metavar="NAME", help="cluster profile (shipped name or .yaml path)")
+    a.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    c = sub.add_parser("calibrate", help="fit a platform profile to microbenchmarks or single-node runs",
+                       description="Fit a profile's parameters by least absolute relative deviation (LPs on "
+                       "HiGHS) and write the fitted profile, with its residuals, to a new file. 'compute': a "
+                       "GPU's compute model to single-node training runs; 'collectives': a cluster's intra-node "
+                       "network to nccl-tests all-reduce tables. Never fit multi-node training runs: those are "
+                       "what 'codesign accuracy' judges.")
+    c.add_argument("what", choices=("compute", "collectives"), help="what to fit")
+    c.add_argument("data", nargs="+", help="compute: one runs CSV; collectives: nccl-tests tables (..._<N>gpu.csv)")
+    c.add_argument("--platform", required=True, metavar="NAME", help="the cluster profile to start from")
+    c.add_argument("--out", required=True, metavar="FILE", help="the fitted profile, a new .yaml file")
+    c.add_argument("--every", type=int, default=1, metavar="K", help="compute: fit every K-th run (default 1)")
+    c.add_argument("--iterations", type=int, default=6, metavar="N", help="compute: LP iterations at most")
+    return {"accuracy": accuracy_command, "calibrate": calibrate_command}
+
+
+def accuracy_command(args: argparse.Namespace) -> int:
+    from ..calibrate.accuracy import accuracy, as_json, platform_of
+    from ..calibrate.runs import read_runs
+
+    runs = read_runs(args.runs)
+    cl, gpu = platform_of(args.platform)
+    acc = accuracy(runs, cl, gpu)
+    if args.json:
+        print(json.dumps(as_json(acc), indent=1))
+        return 0
+    print(f"{'line':>4}  {'model':<7} {'GPUs':>5} {'TPxDPxPP':>10} {'mb':>3}  {'measured':>9}  {'predicted':>9}  error")
+    for r in acc.rows:
+        run = r.run
+        head = (f"{run.line:>4}  {run.model:<7} {run.gpus:>5} {f'{run.tp}x{run.dp}x{run.pp}':>10} "
+                f"{run.micro_batch:>3}  {run.measured_s:>8.3f}s")
+        print(head + (f"  {r.predicted_s:>8.3f}s  {100 * r.error:+6.1f}%" if r.predicted_s is not None
+                      else f"  not predicted: {r.why}"))
+    n = len(acc.errors)
+    if acc.mean_abs_error is None:
+        print("no row could be predicted")
+        return 1
+    print(f"{n} of {len(acc.rows)} rows predicted on {acc.platform}: mean absolute error "
+          f"{100 * acc.mean_abs_error:.1f}%, worst {100 * acc.max_abs_error:.1f}%")
+    rho = ", ".join(f"{m} {v:.2f}" if v is not None else f"{m} -" for m, v in acc.spearman.items())
+    print(f"Spearman rank correlation within each model: {rho}")
+    return 0
+
+
+def _new_file(path: str) -> Any:
+    """Open ``path`` for writing only if nothing is there (no file, no link): a fitted profile never replaces one."""
+    try:
+        return open(path, "x", encoding="utf-8")  # noqa: SIM115 - the caller closes it
+    except FileExistsError:
+        raise SpecError("exists; codesign calibrate writes a new file only (name another, or move it)",
+                        path="--out", file=path) from None
+    except OSError as e:
+        raise SpecError(f"cannot be written: {e.strerror}", path="--out", file=path) from None
+
+
+def calibrate_command(args: argparse.Namespace) -> int:
+    import yaml
+
+    from ..calibrate.accuracy import platform_of
+    from ..calibrate.fit import fit_compute, fit_link, read_nccl
+    from ..calibrate.runs import read_runs
+
+    if args.every < 1 or args.iterations < 1:
+        raise SpecError("expected a whole number >= 1", path="--every" if args.every < 1 else "--iterations")
+    out = Path(args.out)
+    if out.exists() or out.is_symlink():
+        _new_file(args.out)  # the same one-line refusal, before any work
+    cl, gpu = platform_of(args.platform)
+    command = "codesign calibrate " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["calibrate"] else ""
+    if args.what == "collectives":
+        samples = [s for f in args.data for s in read_nccl(f)]
+        link, errors = fit_link(samples, cl.intra_node.algorithm)
+        doc = yaml.safe_load(Path(cl.file).read_text(encoding="utf-8"))
+        doc["intra_node"] = {**doc.get("intra_node", {}), "bandwidth": f"{link.bandwidth / 1e9:.2f} GB/s",
+                             "latency": f"{link.latency * 1e6:.3f} us", "algorithm": link.algorithm}
+        summary = _residuals(errors)
+        print(f"intra_node: bandwidth {link.bandwidth / 1e9:.2f} GB/s, latency {link.latency * 1e6:.3f} us per "
+              f"step ({link.algorithm}); {len(samples)} samples, {summary}")
+    else:
+        if len(args.data) != 1:
+            raise SpecError("compute takes one runs CSV", path="data")
+        runs = read_runs(args.data[0])[:: args.every]
+        fit = fit_compute(runs, cl, gpu, iterations=args.iterations,
+                          progress=lambda i, e: print(f"iteration {i}: mean absolute error {100 * e:.2f}%",
+                                                      file=sys.stderr))
+        m = fit.model
+        doc = yaml.safe_load(Path(cl.file).parent.joinpath(f"{cl.gpu}.yaml").read_text(encoding="utf-8")) \
+            if not cl.gpu.endswith((".yaml", ".yml")) else yaml.safe_load(Path(cl.gpu).read_text(encoding="utf-8"))
+        cm = doc["npu"]["compute_model"]
+        cm.update({"gemm_efficiency": round(m.gemm_efficiency, 4), "memory_efficiency": round(m.memory_efficiency, 4),
+                   "kernel_overhead": f"{m.kernel_overhead_s * 1e6:.3f} us",
+                   "host_overhead": f"{m.host_overhead_s * 1e6:.2f} us"})
+        errors = list(fit.errors)
+        summary = _residuals(errors)
+        print(f"compute_model: gemm_efficiency {m.gemm_efficiency:.4f}, memory_efficiency {m.memory_efficiency:.4f}, "
+              f"kernel_overhead {m.kernel_overhead_s * 1e6:.3f} us, host_overhead {m.host_overhead_s * 1e6:.2f} us; "
+              f"{len(errors)} runs, {summary}")
+    doc["calibration"] = {"command": command, "residuals": summary}
+    with _new_file(args.out) as f:
+        f.write(f"# fitted by: {command}\n" if command else "")
+        yaml.safe_dump(doc, f, sort_keys=False, allow_unicode=True, width=110)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _residuals(errors: list[float]) -> str:
+    a = [abs(e) for e in errors]
+    return f"mean absolute error {100 * sum(a) / len(a):.2f}%, worst {100 * max(a):.2f}%"

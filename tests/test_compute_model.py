@@ -1,0 +1,258 @@
+"""The calibrated compute model (platform/compute.py), the LLM builder's kernels, platform profiles, the L1
+fits of codesign calibrate on synthetic data with a known answer, and codesign accuracy's figures."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codesign.calibrate.accuracy import platform_of, ranks, spearman
+from codesign.calibrate.fit import Sample, _allreduce_terms, fit_compute, fit_link
+from codesign.calibrate.predict import Unsupported, layout, predict, problem_of
+from codesign.calibrate.runs import read_runs
+from codesign.milp.fit import l1_fit
+from codesign.platform.compute import ComputeModel, gemm_time, kernel_time, price, task_time
+from codesign.platform.costs import compute_time_terms
+from codesign.platform.endpoint import NPU
+from codesign.problem.load import load_problem
+from codesign.workload.llm import llm
+from codesign.workload.llm_kernels import gemm
+from codesign.workload.model import Compute, Kernel
+
+ROOT = Path(__file__).resolve().parent.parent
+A100 = ComputeModel(312e12, 108, 7.22e12, gemm_efficiency=0.9, memory_efficiency=0.6, kernel_overhead_s=3e-6,
+                    host_overhead_s=0.0)
+HBM = 2039e9
+HEADER = ("Parameters (billion),# GPUs,global batch,micro batch,hidden size,attention heads,# layers,"
+          "sequence length,tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n")
+
+
+# ---------------------------------------------------------------------------------------------- kernels
+
+@pytest.mark.parametrize("kw", [{}, {"recompute": "full"}, {"recompute": "none", "zero": 1},
+                                {"pipeline_parallel": 1, "data_parallel": 128, "data_dims": (1, 2, 3)}])
+def test_kernel_flops_add_up_to_the_builders(kw):
+    """Every compute task's kernels carry exactly the FLOPs the roofline counts (llm.blocks)."""
+    for step in llm(**kw).program:
+        d = step.demand
+        got = sum(k.flops * k.count for k in d.kernels)
+        assert got == pytest.approx(d.flops or 0.0, rel=1e-12, abs=1e-6), step.name
+        assert bool(d.kernels) == bool(d.flops or d.hbm_bytes), step.name
+
+
+def test_gemm_by_hand():
+    """A 4096 x 4096 x 4096 product: 16 x 32 tiles of 256 x 128 = 512 tiles, 5 waves on 108 SMs (the last
+    partial), each tile 2*256*128*4096 FLOPs at 312e12/108 x 0.9 per SM, times the tile's operand intensity
+    256*128/(2*384) FLOPs/B over the SM's balance (312e12/108 FLOP/s over 7.22e12/108 B/s) where below 1."""
+    k = gemm("g", 4096, 4096, 4096, 2.0)
+    feed = min(1.0, (256 * 128 / (2 * 384)) / (312e12 / 7.22e12))
+    per_tile = 2 * 256 * 128 * 4096 / (312e12 / 108 * 0.9 * feed)
+    assert gemm_time(k, A100, HBM) == pytest.approx(5 * per_tile, rel=1e-12)
+    assert kernel_time(k, A100, HBM) == pytest.approx(5 * per_tile + 3e-6, rel=1e-12)
+
+
+def test_efficiency_depends_on_shape():
+    """What one peak FLOP/s cannot say: a product too small to fill the SMs reaches a fraction of the rate
+    a large one does (here under 40%)."""
+    def rate(m, n, k):
+        kr = gemm("x", m, n, k, 2.0)
+        return kr.flops / gemm_time(kr, A100, HBM)
+    assert rate(256, 256, 1024) < 0.4 * rate(8192, 8192, 8192)
+
+
+def test_a_small_product_is_bound_by_its_bytes():
+    k = gemm("thin", 65536, 8, 8, 2.0)
+    assert gemm_time(k, A100, HBM) == pytest.approx(k.bytes / (HBM * 0.6), rel=1e-12)
+
+
+@given(m=st.integers(1, 20000), n=st.integers(1, 20000), k=st.integers(1, 20000), b=st.integers(1, 64))
+@settings(max_examples=200, deadline=None)
+def test_gemm_never_beats_the_peak_or_the_memory(m, n, k, b):
+    kr = gemm("x", m, n, k, 2.0, batch=b)
+    t = gemm_time(kr, A100, HBM)
+    assert t >= kr.flops / (312e12 * 0.9) * (1 - 1e-12)
+    assert t >= kr.bytes / (HBM * 0.6) * (1 - 1e-12)
+
+
+def test_host_overhead_bounds_a_task_of_small_kernels():
+    tiny = Kernel("t", "memory", 0.0, 1000.0, count=10)
+    task = Compute(flops=0.0, hbm_bytes=1e4, kernels=(tiny,))
+    slow_host = dataclasses.replace(A100, host_overhead_s=50e-6)
+    assert task_time(task, slow_host, HBM) == pytest.approx(10 * 50e-6)
+    assert task_time(task, A100, HBM) == pytest.approx(10 * (1000 / (HBM * 0.6) + 3e-6))
+
+
+def test_a_priced_task_draws_its_own_bytes_under_contention():
+    """A priced task (a time and its bytes) slows only once communication leaves it less HBM than it draws."""
+    npu = NPU(312e12, HBM, 108, compute_model=A100)
+    t = Compute(time_s=1e-3, hbm_bytes=0.5e-3 * HBM)            # draws half the HBM
+    core, mem = compute_time_terms(t, npu, npu.cores, 0.6 * HBM)
+    assert max(core, mem) == pytest.approx(1e-3)
+    core, mem = compute_time_terms(t, npu, npu.cores, 0.25 * HBM)
+    assert max(core, mem) == pytest.approx(2e-3)
+
+
+def test_pricing_keeps_flops_and_sets_times():
+    w = llm(layers=4, hidden=1024, heads=16, global_batch=8, micro_batch=1, tensor_parallel=2,
+            pipeline_parallel=1, data_parallel=4, tensor_dims=(0,), pipeline_dims=(), data_dims=(1,))
+    p = price(w, A100, HBM)
+    for a, b in zip(w.program, p.program):
+        assert b.demand.flops == a.demand.flops
+        if a.demand.kernels:
+            assert b.demand.time_s == pytest.approx(task_time(a.demand, A100, HBM))
+
+
+# ---------------------------------------------------------------------------------------------- profiles
+
+def test_a_problem_names_a_profile_and_overrides_it(tmp_path):
+    src = (ROOT / "problems/llm/gpt_7b_ace_64npu.yaml").read_text()
+    npu_block = src[src.index("npu:"):src.index("engine:")]
+    f = tmp_path / "p.yaml"
+    f.write_text(src.replace(npu_block, "npu:\n  profile: a100-sxm-80gb\n  compute_model: {gemm_efficiency: 0.5}\n"))
+    p = load_problem(f)
+    assert p.npu.profile == "a100-sxm-80gb" and p.npu.hbm_bandwidth == 2039e9 and p.npu.hbm_capacity == 80e9
+    assert p.npu.compute_model.gemm_efficiency == 0.5
+    assert all(s.demand.time_s is not None for s in p.workload.program if s.demand.kernels)
+    base = load_problem(ROOT / "problems/llm/gpt_7b_ace_64npu.yaml")
+    assert all(s.demand.time_s is None for s in base.workload.program)   # no profile: the roofline, unchanged
+
+
+@pytest.mark.parametrize("bad, expected", [
+    ("profile: no-such-gpu", "no platform profile 'no-such-gpu'"),
+    ("profile: vtrain-a100", "'vtrain-a100' is a cluster profile; expected a gpu profile"),
+    ("profile: a100-sxm-80gb\n  compute_model: {gemm_efficiency: 1.5}", "expected a number <= 1"),
+])
+def test_bad_profiles_are_one_line_exit_2(tmp_path, bad, expected):
+    src = (ROOT / "problems/llm/gpt_7b_ace_64npu.yaml").read_text()
+    npu_block = src[src.index("npu:"):src.index("engine:")]
+    f = tmp_path / "p.yaml"
+    f.write_text(src.replace(npu_block, f"npu:\n  {bad}\n"))
+    r = subprocess.run([sys.executable, "-m", "codesign", "validate", str(f)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert expected in r.stderr and "npu." in r.stderr
+
+
+# ---------------------------------------------------------------------------------------------- fits
+
+def test_l1_fit_recovers_a_known_answer_despite_an_outlier():
+    rows = [[1.0, float(i)] for i in range(1, 21)]
+    b = [2.0 + 0.5 * i for i in range(1, 21)]
+    b[4] += 50.0
+    fit = l1_fit(rows, b)
+    assert fit.x == pytest.approx((2.0, 0.5), abs=1e-9)
+
+
+def test_fit_link_recovers_bandwidth_and_latency():
+    """Synthetic all-reduce times made by codesign's own formula at 200 GB/s and 4 us come back exactly."""
+    samples = []
+    for p in (2, 4, 8):
+        for size in (2 ** 20, 2 ** 24, 2 ** 28):
+            wire, steps = _allreduce_terms(Sample(p, size, 1.0), "ring")
+            samples.append(Sample(p, size, wire / 200e9 + steps * 4e-6))
+    link, errors = fit_link(samples)
+    assert link.bandwidth == pytest.approx(200e9, rel=1e-9) and link.latency == pytest.approx(4e-6, rel=1e-9)
+    assert max(abs(e) for e in errors) < 1e-9
+
+
+def test_fit_compute_recovers_a_known_model(tmp_path):
+    """Runs 'measured' by codesign itself at a known compute model: the fit starting elsewhere finds it."""
+    cl, gpu = platform_of("vtrain-a100")
+    truth = dataclasses.replace(gpu.compute_model, gemm_efficiency=0.7, memory_efficiency=0.5,
+                                kernel_overhead_s=4e-6, host_overhead_s=30e-6)
+    shapes = [(2, 1, 2, 1, 1024, 2), (4, 2, 2, 1, 2048, 2), (4, 1, 2, 2, 1024, 4), (8, 4, 2, 1, 2048, 2),
+              (2, 2, 1, 1, 1024, 4), (8, 2, 1, 4, 2048, 4)]
+    lines = []
+    for gpus, tp, dp, pp, h, layers in shapes:
+        mb = 1 if tp > 1 else 4
+        lines.append(f"1,{gpus},{4 * dp * mb},{mb},{h},16,{layers},1024,{tp},{dp},{pp},1000")
+    f = tmp_path / "runs.csv"
+    f.write_text(HEADER + "\n".join(lines) + "\n")
+    runs = read_runs(f)
+    g_true = dataclasses.replace(gpu, compute_model=truth)
+    measured = [dataclasses.replace(r, measured_s=predict(r, cl, g_true)) for r in runs]
+    start = dataclasses.replace(gpu, compute_model=dataclasses.replace(truth, gemm_efficiency=0.9,
+                                                                       memory_efficiency=0.8,
+                                                                       kernel_overhead_s=1e-6,
+                                                                       host_overhead_s=10e-6))
+    fit = fit_compute(measured, cl, start, iterations=12)
+    assert max(abs(e) for e in fit.errors) < 0.01
+    assert fit.model.gemm_efficiency == pytest.approx(0.7, rel=0.05)
+
+
+# ---------------------------------------------------------------------------------------------- accuracy
+
+def test_spearman_by_hand():
+    assert ranks([3.0, 1.0, 2.0, 2.0]) == [4.0, 1.0, 2.5, 2.5]
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert spearman([1, 2], [1, 2]) is None
+
+
+def test_layout_follows_megatrons_rank_order():
+    cl, _ = platform_of("vtrain-a100")
+    run = read_runs_text("18.4,256,1024,2,6144,48,40,2048,2,16,8,1000")[0]
+    lay = layout(run, cl)
+    assert [(d.name, d.size) for d in lay.topology.dims] == [("tensor.intra", 2), ("data.intra", 4),
+                                                             ("data.inter", 4), ("pipeline.inter", 8)]
+    assert lay.tensor_dims == (0,) and lay.data_dims == (1, 2) and lay.pipeline_dims == (3,)
+    assert lay.topology.dims[2].link_bandwidth == cl.inter_node.bandwidth
+    assert lay.topology.dims[1].link_bandwidth == cl.intra_node.bandwidth
+
+
+def test_unsupported_rows_say_why():
+    cl, gpu = platform_of("selene-a100")
+    run = dataclasses.replace(read_runs_text("22,8,4,4,6144,64,48,2048,8,1,1,1420")[0], sequence_parallel=True)
+    with pytest.raises(Unsupported, match="sequence parallelism"):
+        problem_of(run, cl, gpu)
+
+
+def read_runs_text(row: str, tmp=Path("/tmp")):
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+        f.write(HEADER + row + "\n")
+    try:
+        return read_runs(f.name)
+    finally:
+        Path(f.name).unlink()
+
+
+@pytest.mark.parametrize("row, col", [
+    ("3.6,64,512,8,3072,32,30,2048,1,32,1,3566", "# GPUs"),            # 1 x 32 x 1 is not 64
+    ("3.6,64,512,x,3072,32,30,2048,1,64,1,3566", "micro batch"),
+    ("3.6,64,512,8,3072,32,30,2048,1,64,1,-5", "iteration time (ms)"),
+])
+def test_bad_runs_name_line_and_column(tmp_path, row, col):
+    f = tmp_path / "runs.csv"
+    f.write_text(HEADER + "3.6,64,512,8,3072,32,30,2048,1,64,1,3566\n" + row + "\n")
+    r = subprocess.run([sys.executable, "-m", "codesign", "accuracy", str(f), "--platform", "vtrain-a100"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"{f}:3" in r.stderr and col in r.stderr
+
+
+def test_accuracy_json_on_measured_rows(tmp_path):
+    """The command's figures are the rows' own: mean and worst of the per-row errors, each the predicted
+    over the measured less one, the prediction the simulated period of the row's problem."""
+    f = tmp_path / "runs.csv"
+    f.write_text(HEADER + "3.6,64,512,8,3072,32,30,2048,8,8,1,5178\n3.6,64,512,16,3072,32,30,2048,8,8,1,5017.8\n"
+                 "3.6,64,512,32,3072,32,30,2048,8,8,1,4972.3\n")
+    r = subprocess.run([sys.executable, "-m", "codesign", "accuracy", str(f), "--platform", "vtrain-a100",
+                        "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    errs = [row["error"] for row in doc["rows"]]
+    assert doc["mean_abs_error"] == pytest.approx(sum(map(abs, errs)) / 3)
+    assert doc["max_abs_error"] == pytest.approx(max(map(abs, errs)))
+    cl, gpu = platform_of("vtrain-a100")
+    run = read_runs(f)[0]
+    assert doc["rows"][0]["predicted_s"] == pytest.approx(predict(run, cl, gpu), rel=1e-12)
+    assert all(math.isclose(row["error"], row["predicted_s"] / row["measured_s"] - 1) for row in doc["rows"])
+    assert set(doc["spearman_within_model"]) == {"3.6B"}
