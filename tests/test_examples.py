@@ -59,3 +59,11 @@ def test_llm_example_replays_every_set_up_and_selective_recomputation_is_cheaper
     assert len(t) == 4 and all(p > 0 for p in t.values())
     for schedule in ("1f1b", "gpipe"):
         assert t[schedule, "selective"] < t[schedule, "full"]
+
+
+def test_calibrated_gpu_example():
+    """examples/calibrated_gpu.py: the calibrated A100 is slower than its peak FLOP/s and HBM roofline (products
+    below the peak, kernels that cost a launch), and the memory it prints is the builder's."""
+    t_cal, t_roof = runpy.run_path(str(ROOT / "examples" / "calibrated_gpu.py"))["main"](
+        str(ROOT / "problems" / "llm" / "gpt3_175b_selene.yaml"))
+    assert t_cal > t_roof > 0

@@ -68,17 +68,14 @@ def _dim(name: str, size: int, link: Link) -> Dim:
 
 def problem_of(run: Run, cluster: Cluster, gpu: NPU) -> Problem:
     """The run as a problem: the LLM builder's iteration on ``cluster`` with ``gpu``, engine ideal."""
-    if run.sequence_parallel:
-        raise Unsupported("sequence parallelism: the LLM builder does not model it yet")
-    if run.virtual_stages > 1:
-        raise Unsupported("interleaved 1F1B (virtual stages): the LLM builder does not model it yet")
     lay = layout(run, cluster)
     sizes = tuple(d.size for d in lay.topology.dims)
     w = llm(layers=run.layers, hidden=run.hidden, heads=run.heads, seq_len=run.seq_len, vocab=run.vocab,
             ffn_hidden=run.ffn_hidden, micro_batch=run.micro_batch, global_batch=run.global_batch,
             tensor_parallel=run.tp, pipeline_parallel=run.pp, data_parallel=run.dp, tensor_dims=lay.tensor_dims,
             pipeline_dims=lay.pipeline_dims, data_dims=lay.data_dims, schedule="1f1b", recompute=run.recompute,
-            overlap_grad_reduce=run.overlap_grad_reduce,
+            overlap_grad_reduce=run.overlap_grad_reduce, sequence_parallel=run.sequence_parallel,
+            virtual_stages=run.virtual_stages,
             name=f"row{run.line}", topology_sizes=sizes)
     if gpu.compute_model is not None:
         from ..platform.compute import price

@@ -89,6 +89,8 @@ def _solve(args: argparse.Namespace) -> int:
             written = record_outputs(out, OUTPUTS, lambda: write_outputs(sol, problem, out, validation=val))
     if args.json:
         doc = sol.to_dict()
+        if problem.workload.memory_bytes:
+            doc["memory_per_npu_bytes"] = dict(problem.workload.memory_bytes)
         if val is not None:
             doc["validation"] = val.to_dict()
         print(json.dumps(doc, indent=2))
@@ -209,7 +211,8 @@ def simulation_doc(problem, design, res) -> dict:
             "lower_bound_s": lb.bound_s, "utilization": res.utilization, "dim_stretch": res.dim_stretch,
             "sram_peak_bytes": res.sram_peak_bytes if res.sram_peak_bytes else None,
             "sram_wait_s": res.sram_wait_s, "hbm_peak_bytes_per_s": res.hbm_peak_bytes_per_s,
-            "iterations": res.iterations, "events": res.events}
+            "iterations": res.iterations, "events": res.events,
+            **({"memory_per_npu_bytes": dict(problem.workload.memory_bytes)} if problem.workload.memory_bytes else {})}
 
 
 def _simulate_astra(args: argparse.Namespace) -> int:

@@ -641,6 +641,18 @@ def load_problem(path: str | Path, *, solver_profile: str | None = None, confine
     return parse_problem(load_yaml(path), path, solver_profile=solver_profile, confine=confine)
 
 
+def _check_capacity(ctx: Ctx, wl: Workload, n: NPU, top: YMap) -> None:
+    """A workload that states its memory per NPU must fit the NPU's HBM capacity, where one is given."""
+    need = sum(v for _, v in wl.memory_bytes)
+    if n.hbm_capacity is None or not wl.memory_bytes or need <= n.hbm_capacity:
+        return
+    parts = ", ".join(f"{k} {v / 2 ** 30:.1f}" for k, v in wl.memory_bytes)
+    raise ctx.error("workload.args", f"the configuration needs {need / 2 ** 30:.1f} GiB per NPU ({parts} GiB), more "
+                    f"than the NPU's HBM capacity of {n.hbm_capacity / 2 ** 30:.1f} GiB (npu.hbm_capacity); "
+                    "recompute more, raise tensor or pipeline parallelism, or use ZeRO",
+                    line_of(top.get("workload"), "args"))
+
+
 def _once(ctx: Ctx, sub: Any, args: tuple, parse: Callable[[Any], Any]) -> Any:
     """``parse(sub)``, a section of the document, once per ``ctx.memo`` (a sweep's plan) for the same object
     ``sub`` and ``args``: a sweep's points share every container of the document that no parameter edits
@@ -674,6 +686,7 @@ def parse_problem(doc: Any, path: str | Path, *, solver_profile: str | None = No
     sizes = tuple(d.size for d in topo.dims)
     wl = _once(ctx, m["workload"], sizes, lambda w: workload(ctx, w, len(sizes), m, sizes))
     n = _once(ctx, m.get("npu"), (), lambda x: npu(ctx, x, m))
+    _check_capacity(ctx, wl, n, m)
     if n.compute_model is not None:  # the kernels the workload lists, timed on this NPU
         wl = _once(ctx, wl, (id(n),), lambda w: price(w, n.compute_model, n.hbm_bandwidth))
     eng = _once(ctx, m["engine"], (n,), lambda e: engine(ctx, e, n, m))

@@ -33,6 +33,9 @@ def summary(s: Solution, p: Problem, validation=None) -> str:
             busiest = f"; busiest dimension {name.split(':', 1)[-1]} {100 * dims[name]:.0f}% of the period"
     lines.append(f"iteration time  {t(s.iteration_time_s)} simulated (compute {t(s.compute_time_s)}, exposed "
                  f"communication {t(s.exposed_comm_s)}{busiest}; {s.chunks} chunk(s) per collective)")
+    mem = memory_line(p)
+    if mem:
+        lines.append(mem)
 
     def val(x: float | None) -> str:
         if x is None:
@@ -104,6 +107,18 @@ def diagnostics_text(s: Solution) -> str:
     return "\n".join(diagnostics_lines(s.diagnostics or {}, unit))
 
 
+def memory_line(p: Problem) -> str | None:
+    """What one NPU holds, where the workload states it (the LLM builder's first pipeline stage), against the
+    NPU's HBM capacity where the problem gives one."""
+    mem = dict(p.workload.memory_bytes)
+    if not mem:
+        return None
+    gib = lambda x: f"{x / 2 ** 30:.1f} GiB"  # noqa: E731
+    cap = f" of {gib(p.npu.hbm_capacity)} HBM" if p.npu.hbm_capacity else ""
+    parts = ", ".join(f"{k} {gib(v)}" for k, v in mem.items())
+    return f"memory per NPU  {gib(sum(mem.values()))}{cap} ({parts})"
+
+
 def simulation_summary(p: Problem, design, res) -> str:
     """The readable report of ``codesign simulate P.yaml``."""
     from ..schedule.bounds import lower_bound
@@ -118,4 +133,7 @@ def simulation_summary(p: Problem, design, res) -> str:
         lines.append(f"SRAM            peak {format_quantity(res.sram_peak_bytes, BYTES)}, mean wait per chunk "
                      f"{t(res.sram_wait_s)}")
     lines.append(f"replay          {res.iterations} iterations, {res.events} events; steady state over the last two")
+    mem = memory_line(p)
+    if mem:
+        lines.append(mem)
     return "\n".join(lines)

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from . import llm_kernels as K
 from .builder import Work  # FLOPs and HBM bytes of a compute task: the layer builder's
+from .llm_memory import memory_per_gpu
 from .model import Comm, Issue, Layer, Step, Workload
 
 SCHEDULES = ("1f1b", "gpipe")
@@ -107,6 +108,11 @@ class LLMConfig:
     #: of the backward (Megatron's ``--overlap-grad-reduce``, DeepSpeed's buckets), or all of them after the
     #: last backward, as Megatron's local DDP and vTrain's runs without gradient buckets do.
     overlap_grad_reduce: bool = True
+    #: Sequence parallelism [KORTHIKANTI22]: the LayerNorms, dropouts and residual adds split over the tensor
+    #: group by tokens, each tensor-parallel all-reduce a reduce-scatter and an all-gather of the same bytes.
+    sequence_parallel: bool = False
+    #: Interleaved 1F1B [NARAYANAN21] 2.2.2: each stage holds this many model chunks of layers / (p v) layers
+    virtual_stages: int = 1
 
     @property
     def micro_batches(self) -> int:
@@ -143,7 +149,8 @@ def config(layers: int, hidden: int, heads: int, seq_len: int, vocab: int, ffn_h
            global_batch: int, tensor_parallel: int, pipeline_parallel: int, data_parallel: int,
            tensor_dims: tuple[int, ...], pipeline_dims: tuple[int, ...], data_dims: tuple[int, ...],
            schedule: str, recompute: str, zero: int, act_bytes: float, weight_bytes: float, grad_bytes: float,
-           topology_sizes: tuple[int, ...] | None, overlap_grad_reduce: bool = True) -> LLMConfig:
+           topology_sizes: tuple[int, ...] | None, overlap_grad_reduce: bool = True,
+           sequence_parallel: bool = False, virtual_stages: int = 1) -> LLMConfig:
     """Check the arguments (each error says which and why) and return the configuration."""
     for k, v in dict(layers=layers, hidden=hidden, heads=heads, seq_len=seq_len, vocab=vocab, micro_batch=micro_batch,
                      global_batch=global_batch, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel,
@@ -192,14 +199,23 @@ def config(layers: int, hidden: int, heads: int, seq_len: int, vocab: int, ffn_h
     if p > 1 and len(pdims) != 1:
         raise ValueError(f"pipeline_dims {list(pdims)}: a pipeline of {p} stages lies along one dimension (its "
                          "stages pass activations to their neighbour in it)")
-    if not isinstance(overlap_grad_reduce, bool):
-        raise ValueError(f"overlap_grad_reduce must be true or false, got {overlap_grad_reduce!r}")
+    for k, v in dict(overlap_grad_reduce=overlap_grad_reduce, sequence_parallel=sequence_parallel).items():
+        if not isinstance(v, bool):
+            raise ValueError(f"{k} must be true or false, got {v!r}")
+    v = virtual_stages
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ValueError(f"virtual_stages must be a whole number >= 1, got {v!r}")
+    if v > 1 and (pipeline_parallel < 2 or schedule != "1f1b" or layers % (pipeline_parallel * v)
+                  or (global_batch // (data_parallel * micro_batch)) % pipeline_parallel):
+        raise ValueError(f"virtual_stages {v}: interleaved 1F1B needs a pipeline (pipeline_parallel >= 2), schedule "
+                         "1f1b, layers a multiple of pipeline_parallel x virtual_stages and micro-batches a "
+                         "multiple of pipeline_parallel (Megatron's conditions)")
     if zero >= 2 and not overlap_grad_reduce:
         raise ValueError(f"zero {zero} reduce-scatters every micro-batch's gradients as its backward runs; "
                          "overlap_grad_reduce: false goes with zero 0 or 1")
     return LLMConfig(layers, hidden, heads, seq_len, vocab, ffn, micro_batch, global_batch, t, p, d, tdims, pdims,
                      ddims, schedule, recompute, zero, float(act_bytes), float(weight_bytes), float(grad_bytes),
-                     overlap_grad_reduce)
+                     overlap_grad_reduce, sequence_parallel, v)
 
 
 # ---------------------------------------------------------------------------------------------- blocks
@@ -226,10 +242,12 @@ def blocks(c: LLMConfig) -> dict[str, Block]:
     S = c.micro_batch * (a / t) * s * s        # attention scores on this rank, elements
     tp_ar = n * h * A if t > 1 else 0.0
     # attention: LayerNorm, QKV GEMM, scores, softmax, attention over V, output projection, bias-dropout-residual
-    att_act = A * (7 * n * h + 8 * n * ht + 4 * S)
+    # the sequence-parallel region's kernels (LayerNorm 2nh, bias-dropout-residual 3nh) see n/t tokens with it
+    nsp = n / t if c.sequence_parallel else n
+    att_act = A * (2 * n * h + 5 * nsp * h + 8 * n * ht + 4 * S)
     att_w = 4 * h * ht * W
     att_params = round((4 * h * h + 3 * h) / t) + 3 * h
-    x = K.Shape(n, s, c.micro_batch, h, f, a, t, V, A, W)
+    x = K.Shape(n, s, c.micro_batch, h, f, a, t, V, A, W, c.sequence_parallel)
     kf, ki, kw = K.attention(x)
     core = Work(4.0 * n * s * ht, A * (4 * n * ht + 4 * S), K.attention_core_forward(x))
     attention = Block("attention", "attention", att_params,
@@ -238,7 +256,7 @@ def blocks(c: LLMConfig) -> dict[str, Block]:
                       weight_grad=Work(8.0 * n * h * ht, att_params * MAIN_GRAD_BYTES, kw),
                       selective=core, tp_forward_bytes=tp_ar, tp_backward_bytes=tp_ar)
     # MLP: LayerNorm, FC1 (h -> f), GeLU, FC2 (f -> h), bias-dropout-residual
-    mlp_act = A * (7 * n * h + 4 * n * ft)
+    mlp_act = A * (2 * n * h + 5 * nsp * h + 4 * n * ft)
     mlp_w = 2 * h * ft * W
     mlp_params = round((2 * h * f + f) / t) + 3 * h
     kf, ki, kw = K.mlp(x)
@@ -394,6 +412,11 @@ class _LLMBuilder:
         self.blocks_idx = list(range(1, L - 1))
         self.own = ([self.EMB] if self.first_stage else []) + self.blocks_idx + [self.HEAD]  # forward order
         self.ghost_first = [self.EMB] + self.blocks_idx                                       # the first stage's
+        # what another stage runs of the last micro-batch on the way down and of the first on the way up: its
+        # whole stage, or with interleaving one model chunk, 1/v of its layers ([NARAYANAN21] 2.2.2: the
+        # bubble shrinks by v)
+        chunk = self.blocks_idx[: len(self.blocks_idx) // c.virtual_stages]
+        self.ghost_chunk, self.ghost_chunk_first = chunk, [self.EMB] + chunk
         self.work = {i: self.bl[self.kinds[i]] for i in range(L)}
         self.dp = _dims(c.dp_dims)
         self.P = _Program()
@@ -470,14 +493,16 @@ class _LLMBuilder:
     # complete within the run's own steps is one step each of r times the work and bytes (docs/llm.md,
     # "Identical micro-batches"): the same time but for r - 1 hop latencies and endpoint delays per message.
     def one_f_one_b(self) -> None:
-        p, m, HEAD = self.p, self.m, self.HEAD
+        """With interleaving, a micro-batch's v chunk transfers each way run as one exchange of v times the
+        bytes (the same link time but for v - 1 hop latencies)."""
+        p, m, HEAD, v = self.p, self.m, self.HEAD, self.c.virtual_stages
         body = [i for i in self.own if i != HEAD]
         runs = [(0, 1), (1, m - 2), (m - 1, 1)] if self.can_merge and m >= 4 else [(j, 1) for j in range(m)]
         for j, r in runs:
             last = j + r - 1 == m - 1
             lab = _label(j, r)
             self.fwd(body, lab, "forward", r=r)
-            beside = (self.exchange(f"{lab}.interior_send_forward_recv_backward", r, blocking=False)
+            beside = (self.exchange(f"{lab}.interior_send_forward_recv_backward", r * v, blocking=False)
                       if p >= 3 and 1 <= j and j + r - 1 <= m - 2 else None)
             self.fwd([HEAD], lab, "forward", r=r)
             carry = self.dp_keys if (self.first_stage and (last or self.per_mb_reduce)) else None
@@ -486,7 +511,7 @@ class _LLMBuilder:
                 self.P.await_at(beside, len(self.P.steps))       # before the first step of the body's backward
             self.bwd(body, lab, "backward", carry, r=r)
             if p > 1 and j + r - 1 <= m - 2:
-                self.exchange(f"{lab}.send_backward_recv_forward", r)
+                self.exchange(f"{lab}.send_backward_recv_forward", r * v)
 
     def gpipe(self) -> None:
         """All forwards, then all backwards (last micro-batch first); an interior stage exchanges twice per
@@ -529,7 +554,7 @@ class _LLMBuilder:
         self.exchange("drain.send_backward")
         last_mb = self.m - 1 if self.c.schedule == "1f1b" else 0
         for s in range(self.p - 2, -1, -1):
-            order = self.ghost_first if s == 0 else self.blocks_idx
+            order = self.ghost_chunk_first if s == 0 else self.ghost_chunk
             self.bwd(order, f"stage{s}.mb{last_mb}", "idle", self.dp_keys if s == 0 else None)
             if s > 0:
                 self.exchange(f"stage{s}.send_backward")
@@ -562,7 +587,7 @@ class _LLMBuilder:
         if self.p == 1:
             return {i: next(j for j, st in enumerate(self.P.steps) if st.layer == i) for i in self.own}
         for s in range(0, self.p - 1):
-            order = self.ghost_first if s == 0 else self.blocks_idx
+            order = self.ghost_chunk_first if s == 0 else self.ghost_chunk
             start = len(self.P.steps)
             self.fwd(order, f"stage{s}.mb0", "idle")
             if s == 0:
@@ -604,8 +629,10 @@ def build_llm(c: LLMConfig, name: str = "llm", merge: bool = True) -> Workload:
     """The Workload: the representative NPU's layers and its program (module docstring; docs/llm.md)."""
     b = _LLMBuilder(c, merge)
     program = b.program()
+    mem = memory_per_gpu(c)
     return Workload(name, "llm", tuple(b.layers), source="codesign.workload.llm (built from the architecture)",
-                    program=program)
+                    program=program, memory_bytes=(("weights", mem.weights), ("gradients", mem.gradients),
+                                                   ("optimizer", mem.optimizer), ("activations", mem.activations)))
 
 
 def llm(layers: int = 96, hidden: int = 12288, heads: int = 96, seq_len: int = 2048, vocab: int = 50257,
@@ -614,7 +641,7 @@ def llm(layers: int = 96, hidden: int = 12288, heads: int = 96, seq_len: int = 2
         pipeline_dims: tuple[int, ...] = (1,), data_dims: tuple[int, ...] = (2, 3), schedule: str = "1f1b",
         recompute: str = "selective", zero: int = 0, act_bytes: float = 2.0, weight_bytes: float = 2.0,
         grad_bytes: float = 2.0, merge_micro_batches: bool = True, overlap_grad_reduce: bool = True,
-        name: str = "llm", *,
+        sequence_parallel: bool = False, virtual_stages: int = 1, name: str = "llm", *,
         topology_sizes: tuple[int, ...] | None = None) -> Workload:
     """A decoder-only Transformer's training iteration on one tensor-parallel rank of the last pipeline stage.
 
@@ -624,6 +651,11 @@ def llm(layers: int = 96, hidden: int = 12288, heads: int = 96, seq_len: int = 2
     1F1B, selective recomputation [KORTHIKANTI22], no ZeRO, 2-byte activations, weights and gradients.
     ``ffn_hidden`` 0 means 4 x hidden. ``*_dims``: the topology dimensions each parallelism takes, whole, their
     sizes multiplied giving its degree (checked when ``topology_sizes`` is given, as a problem file does).
+    ``sequence_parallel``: Megatron's sequence parallelism (each tensor-parallel all-reduce becomes a reduce-scatter
+    and an all-gather of the same bytes, timed as the all-reduce they make up; the LayerNorms, dropouts and
+    residual adds on n/t tokens).
+    ``virtual_stages``: interleaved 1F1B with v model chunks per stage: the bubble (p - 1)(t_f + t_b)/v, each
+    micro-batch's transfers v times the bytes.
     ``overlap_grad_reduce``: each layer's data-parallel gradient reduction starts as its backward ends (true),
     or all of them after the last backward (false, Megatron's local DDP).
     ``merge_micro_batches``: run the steady state's identical micro-batches as one step each of their summed
@@ -631,7 +663,8 @@ def llm(layers: int = 96, hidden: int = 12288, heads: int = 96, seq_len: int = 2
     """
     cfg = config(layers, hidden, heads, seq_len, vocab, ffn_hidden, micro_batch, global_batch, tensor_parallel,
                  pipeline_parallel, data_parallel, tuple(tensor_dims), tuple(pipeline_dims), tuple(data_dims),
-                 schedule, recompute, zero, act_bytes, weight_bytes, grad_bytes, topology_sizes, overlap_grad_reduce)
+                 schedule, recompute, zero, act_bytes, weight_bytes, grad_bytes, topology_sizes, overlap_grad_reduce,
+                 sequence_parallel, virtual_stages)
     if not isinstance(merge_micro_batches, bool):
         raise ValueError(f"merge_micro_batches must be true or false, got {merge_micro_batches!r}")
     return build_llm(cfg, name, merge_micro_batches)

@@ -15,7 +15,9 @@ say, and each kernel pays a launch. The matrix products' FLOPs add up to ``llm.b
 - backward: each product's input gradient (m and k of the forward swapped) and weight gradient (the weight's
   shape, k = n tokens, accumulated into the fp32 main gradient), each memory-bound kernel's backward
   reading its saved input and the incoming gradient and writing the outgoing one;
-- selective recomputation re-runs the attention core (scores, softmax, dropout, attention over V).
+- selective recomputation re-runs the attention core (scores, softmax, dropout, attention over V);
+- sequence parallelism [KORTHIKANTI22] runs the LayerNorms and the bias-dropout-residual kernels on the
+  rank's n/t tokens.
 
 n = b s tokens, h hidden, f the MLP width, a heads of d = h/a, t the tensor-parallel size, A bytes per
 activation, W per weight; a dropout mask is one byte per element.
@@ -45,6 +47,13 @@ class Shape:
     V: int
     A: float
     W: float
+    #: sequence parallelism: the LayerNorms, dropouts and residual adds run on n/t tokens of the rank
+    sequence_parallel: bool = False
+
+    @property
+    def seq_tokens(self) -> float:
+        """Tokens the sequence-parallel region's kernels see on this rank: n/t with sequence parallelism, else n."""
+        return self.n / self.t if self.sequence_parallel else float(self.n)
 
     @property
     def heads_here(self) -> int:
@@ -74,12 +83,12 @@ def memory(name: str, nbytes: float, flops: float = 0.0) -> Kernel:
 
 
 def _ln(x: Shape, tag: str, backward: bool = False) -> Kernel:
-    nh = x.n * x.h
+    nh = x.seq_tokens * x.h
     return memory(f"{tag}.layernorm{'.grad' if backward else ''}", x.A * nh * (3 if backward else 2))
 
 
 def _bias_dropout_residual(x: Shape, tag: str, backward: bool = False) -> Kernel:
-    nh = x.n * x.h
+    nh = x.seq_tokens * x.h
     return memory(f"{tag}.bias_dropout_residual{'.grad' if backward else ''}", x.A * 3 * nh + nh)
 
 

@@ -227,6 +227,9 @@ class Workload:
     program: tuple[Step, ...] | None = None
     #: the task graph the program is one order of (None: the program order is given, not chosen)
     task_graph: TaskGraph | None = None
+    #: memory one NPU needs, bytes by what holds it (weights, gradients, optimizer, activations), where the
+    #: workload knows it (the LLM builder, ``llm_memory``); empty: not stated
+    memory_bytes: tuple[tuple[str, float], ...] = ()
 
     def graph(self) -> nx.DiGraph:
         """The layer graph: a node per layer (attribute ``layer``), edges in forward data-flow order."""
