@@ -9,6 +9,8 @@ import os
 
 import pytest
 from conftest import ROOT
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import codesign.explore.results as results
 from codesign.cli import main
@@ -259,3 +261,50 @@ def test_a_full_disk_while_drawing_the_plots_is_one_line(tmp_path, capsys, monke
     assert msg == f"--out {png}: cannot write {png.name}: No space left on device; nothing there was overwritten"
     assert f"results         {out}" in printed and out.stat().st_size > 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [".r.csv.lock", "r.csv"]
+
+
+# ---------------------------------------------------------------- the invariant, over any order of events
+
+_EVENTS = st.lists(st.tuples(st.sampled_from(["codesign", "user", "link", "remove"]), st.sampled_from("abc")),
+                   max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(events=_EVENTS)
+def test_codesign_writes_a_name_exactly_when_it_is_free_or_its_own(tmp_path_factory, events):
+    """Whatever the user does between codesign's writes (saves a file, plants a link, removes one), a write
+    succeeds exactly when the name is free or holds what codesign last wrote there, and no byte of the user's
+    (nor of a link's target) changes. (The user's files differ in size from codesign's: a stamp is a size and
+    a time, and a same-size edit within the clock's tick would look unchanged.)"""
+    from codesign.spec.outputs import Refused, write_output
+    folder = tmp_path_factory.mktemp("out")
+    outside = folder.parent / f"{folder.name}-target"
+    outside.write_bytes(b"outside, keep")
+    last: dict[str, str] = {}  # name -> who wrote it last: "codesign", "user" or "link"
+    user_bytes: dict[str, bytes] = {}
+    for i, (who, name) in enumerate(events):
+        p = folder / name
+        if who == "codesign":
+            ok = last.get(name) in (None, "codesign")
+            try:
+                write_output(p, lambda f, i=i: f.write(b"codesign %d" % i))
+                assert ok, (events[: i + 1], "wrote over the user's")
+                last[name] = "codesign"
+            except Refused:
+                assert not ok, (events[: i + 1], "refused its own")
+        else:
+            if p.is_symlink() or p.exists():
+                p.unlink()
+            last.pop(name, None)
+            if who == "user":
+                user_bytes[name] = b"the user's own, longer %d" % i
+                p.write_bytes(user_bytes[name])
+                last[name] = "user"
+            elif who == "link":
+                p.symlink_to(outside)
+                last[name] = "link"
+        for n, w in last.items():
+            if w == "user":
+                assert (folder / n).read_bytes() == user_bytes[n]
+        assert outside.read_bytes() == b"outside, keep"
+    assert not [q for q in folder.iterdir() if q.name.endswith(".tmp")]

@@ -35,8 +35,10 @@ from ..errors import SpecError
 from .files import read_user_file
 
 #: The list, in an output folder, of the files codesign wrote there, each with its size and modification time
-#: (``name<TAB>bytes<TAB>ns`` a line): what a later run may replace or remove. A file not listed, or changed since
-#: codesign wrote it, is the user's, and codesign writes over none of it.
+#: (``name<TAB>bytes<TAB>ns`` a line; a later line of a name counts, a line of the name alone unlists it): what a
+#: later run may replace or remove. A file not listed, or changed since codesign wrote it, is the user's, and
+#: codesign writes over none of it. Each write appends its line (a thousand traces cost a thousand short appends,
+#: not a thousand rewrites); a command's last write rewrites the list compactly.
 MANIFEST = ".codesign-outputs"
 
 #: What writes one result: given the open (binary) temporary file, it writes the file's whole content.
@@ -112,11 +114,14 @@ def claim_outputs(out: Path, names: Iterable[str], *, flag: str = "--out") -> No
 
 # ---------------------------------------------------------------- at the moment of writing
 
-def write_output(path: Path, fill: Fill, *, flag: str = "--out", named: Path | None = None) -> Path:
+def write_output(path: Path, fill: Fill, *, flag: str = "--out", named: Path | None = None,
+                 compact: bool = True, listed: dict[str, Stamp] | None = None) -> Path:
     """Write one result at ``path`` with ``fill``, under the module's guarantees, and list it in its folder's
     ``MANIFEST``. ``named``: what ``flag`` named (the folder, for ``solve --out``; default ``path`` itself), for
     messages. Raises Refused if a file of the user's or a link is at ``path`` now, SpecError if it cannot be
-    written (a full disk); either way ``path`` is as it was. Returns ``path``."""
+    written (a full disk); either way ``path`` is as it was. ``compact``: rewrite the list once written (a caller
+    writing many files does it after the last, and may pass ``listed``, the list as it holds it, kept up to date
+    here, so that the list is not read again for each file). Returns ``path``."""
     folder = _folder(path)
     where = f"{flag} {named}: {path.name}" if named is not None and named != path else f"{flag} {path}:"
     try:
@@ -126,26 +131,28 @@ def write_output(path: Path, fill: Fill, *, flag: str = "--out", named: Path | N
                         "overwritten") from None
     with writing(named or path, flag):
         try:
-            entries = _listed(folder)
+            entries = _listed(folder) if listed is None else listed
             if (folder / MANIFEST).is_symlink():
                 raise Refused(f"{flag} {named or path}: {MANIFEST} there {_LINK}; remove it or choose another folder")
             if why := _why_not(path, entries):
                 raise Refused(f"{where} {why}; it is kept, and codesign's {path.name} was not written")
             old = entries.get(path.name)
             st = os.stat(tmp)
-            entries[path.name] = (st.st_size, st.st_mtime_ns)  # listed first: a file in place is always listed
-            _write_list(folder, entries)
+            _relist(folder, path.name, (st.st_size, st.st_mtime_ns))  # listed first: a file in place is listed
             try:
                 _place(tmp, path, replace=os.path.lexists(path))
             except BaseException:
                 _relist(folder, path.name, old)
                 raise
+            entries[path.name] = (st.st_size, st.st_mtime_ns)
         except FileExistsError:
             raise Refused(f"{where} appeared while codesign wrote it, and codesign did not write it; it is kept, "
                           f"and codesign's {path.name} was not written") from None
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+    if compact:
+        _compact(folder)
     return path
 
 
@@ -167,10 +174,11 @@ def record_outputs(out: Path, names: Iterable[str], files: Mapping[str, Fill], *
     refused; then remove those of ``names`` an earlier run left there unchanged that this run did not write (a
     picture of another answer). Returns the paths written; raises Refused naming every file not written."""
     before = _listed(out)
+    now = dict(before)
     written, refused = [], []
     for n, fill in files.items():
         try:
-            written.append(write_output(out / n, fill, flag=flag, named=out))
+            written.append(write_output(out / n, fill, flag=flag, named=out, compact=False, listed=now))
         except Refused as e:
             refused.append(e)
     for n in set(names) - set(files):
@@ -179,6 +187,7 @@ def record_outputs(out: Path, names: Iterable[str], files: Mapping[str, Fill], *
             with writing(out, flag):
                 p.unlink()
                 _relist(out, n, None)
+    _compact(out)
     if refused:
         raise Refused("; ".join([str(refused[0]), *(str(e).split(": ", 1)[-1] for e in refused[1:])]))
     return written
@@ -214,10 +223,12 @@ def _listed(out: Path) -> dict[str, Stamp]:
         text = read_user_file(out / MANIFEST, what="list of codesign's outputs")  # (a FIFO there must not block)
     except (OSError, SpecError):
         return entries
-    for line in text.split("\n"):
+    for line in text.split("\n")[:-1]:  # (a torn last line, from a full disk, lists nothing)
         name, *st = line.split("\t")
         if name and len(st) == 2 and all(x.isdigit() for x in st):
             entries[name] = (int(st[0]), int(st[1]))
+        else:
+            entries.pop(name, None)
     return entries
 
 
@@ -243,13 +254,23 @@ def _write_list(out: Path, entries: Mapping[str, Stamp]) -> None:
 
 
 def _relist(out: Path, name: str, stamp: Stamp | None) -> None:
-    """Set (or, with None, drop) one entry of the manifest, as the folder holds it now."""
-    entries = _listed(out)
-    if stamp is None:
-        entries.pop(name, None)
-    else:
-        entries[name] = stamp
-    _write_list(out, entries)
+    """Set (or, with None, drop) one entry of the manifest: a line appended (never through a link)."""
+    line = f"{name}\n" if stamp is None else f"{name}\t{stamp[0]}\t{stamp[1]}\n"
+    fd = os.open(out / MANIFEST, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        data = line.encode()
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
+
+
+def _compact(out: Path) -> None:
+    """The manifest rewritten with one line per listed file; skipped if it cannot be (it is only shorter)."""
+    with contextlib.suppress(OSError):
+        if not (out / MANIFEST).is_symlink():
+            _write_list(out, _listed(out))
 
 
 def _fill_temporary(path: Path, fill: Fill, *, sync: bool = True) -> Path:
