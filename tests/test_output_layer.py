@@ -308,3 +308,18 @@ def test_codesign_writes_a_name_exactly_when_it_is_free_or_its_own(tmp_path_fact
                 assert (folder / n).read_bytes() == user_bytes[n]
         assert outside.read_bytes() == b"outside, keep"
     assert not [q for q in folder.iterdir() if q.name.endswith(".tmp")]
+
+
+def test_the_studys_generator_writes_over_no_case_file_of_the_users(tmp_path):
+    """``reproduce --problems DIR`` with one case missing regenerated every case, writing over those the user had
+    edited; now it writes only the missing ones, and a full regeneration refuses a file it did not write."""
+    from codesign.study.cases import generate
+    d = tmp_path / "paper"
+    files = generate(d, workloads=("resnet50",), sizes=(16,), latency=False)
+    mine = _mine(files[0], b"# my own case\n")
+    files[1].unlink()
+    generate(d, workloads=("resnet50",), sizes=(16,), latency=False, missing_only=True)
+    assert files[0].read_bytes() == mine and files[1].exists()
+    with pytest.raises(SpecError, match="not written by the study's generator"):
+        generate(d, workloads=("resnet50",), sizes=(16,), latency=False)
+    assert files[0].read_bytes() == mine

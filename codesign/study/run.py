@@ -236,7 +236,7 @@ def run_study(*, workloads: Sequence[str] = tuple(WORKLOADS), sizes: Sequence[in
         if not (pdir.parent / "workloads").exists():
             raise SpecError(f"{pdir}: {len(missing)} case file(s) missing (e.g. {missing[0]}) and no "
                             f"{pdir.parent / 'workloads'} to generate them beside; run from the source tree")
-        generate(pdir, workloads=workloads, sizes=sizes, latency=latency)
+        generate(pdir, workloads=workloads, sizes=sizes, latency=latency, missing_only=True)
 
     # every task, with the columns that name its row and the digest that says whether a stored row still holds
     tasks: list[StudyTask] = []
