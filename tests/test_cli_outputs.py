@@ -190,8 +190,9 @@ def test_a_file_codesign_wrote_and_the_user_changed_is_theirs(tmp_path, capsys):
 
 
 def test_a_write_stopped_partway_leaves_the_folder_codesigns(tmp_path, capsys, monkeypatch):
-    """A full disk while the pictures are drawn: the files already written are codesign's, so the next run, with
-    room again, writes over them instead of refusing them as the user's."""
+    """A full disk while the pictures are drawn: the answer is printed all the same and one line says what was not
+    written; the files already written are codesign's, so the next run, with room again, writes over them instead
+    of refusing them as the user's."""
     import errno
 
     import codesign.report.files as files
@@ -200,8 +201,13 @@ def test_a_write_stopped_partway_leaves_the_folder_codesigns(tmp_path, capsys, m
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(files, "gantt", full)
-    one_error(capsys, ["solve", QUICK, "--out", str(tmp_path), "--no-validate"])
-    assert (tmp_path / "solution.json").exists()
+    assert main(["solve", QUICK, "--out", str(tmp_path), "--no-validate"]) == 2
+    out, err = capsys.readouterr()
+    assert "iteration time" in out and "wrote" not in out
+    assert err == f"codesign: error: --out {tmp_path}: cannot write gantt.png: No space left on device; nothing " \
+                  "there was overwritten\n"
+    assert (tmp_path / "solution.json").exists() and not (tmp_path / "gantt.png").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []  # no temporary file left
     monkeypatch.undo()
     assert main(["solve", QUICK, "--out", str(tmp_path), "--no-validate"]) == 0
     assert (tmp_path / "gantt.png").exists()

@@ -11,7 +11,7 @@ import codesign.explore.results as results
 from codesign.errors import SpecError
 from codesign.explore.results import ResultsFile
 
-COLS = ["key", "problem", "status", "error", "iteration_time_s"]
+COLS = ["key", "problem", "status", "error", "iteration_time_s", "worker", "wall_s"]
 
 
 def _write(path, rows) -> None:
@@ -109,7 +109,7 @@ def test_a_failed_open_leaves_no_lock_behind(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(ResultsFile, "_rewrite", full)
-    with pytest.raises(OSError):
+    with pytest.raises(SpecError, match="cannot update the results file: No space left on device"):
         ResultsFile(path, [*COLS, "new_column"])  # a new column: the file is rewritten
     monkeypatch.undo()
     f = ResultsFile(path, [*COLS, "new_column"])  # the disk has room again: not refused as locked

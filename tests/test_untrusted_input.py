@@ -281,3 +281,84 @@ def test_solution_priorities_that_do_not_fit_the_problem_are_one_line(tmp_path, 
     sol = _write(tmp_path, "s.json", json.dumps({"engine": "ace", "design": design, "priority": seq}))
     msg = one_error(capsys, ["simulate", str(p), "--solution", str(sol)])
     assert msg.startswith(f"{sol}: priority: expected "), msg
+
+
+# ------------------------------------------------------------------ issue 29, item 7: what --confine writes, lists
+
+@pytest.mark.parametrize("out", ["{outside}/r.csv", "../r.csv", "link/r.csv"], ids=["absolute", "up", "linked"])
+def test_confine_holds_a_sweeps_results_file_to_the_problems_folder(tmp_path, capsys, out):
+    """A problem's ``sweep.out`` wrote the CSV, its lock and the plots to any path; under --confine it must lie in
+    the problem file's folder (links followed), and is refused before any work."""
+    inner = tmp_path / "jobs"
+    inner.mkdir()
+    (inner / "link").symlink_to(tmp_path)
+    text = (ROOT / "problems/quickstart.yaml").read_text()
+    section = "\nsweep:\n  params:\n    engine.area_budget: [3 mm^2]\n  out: " + out.format(outside=tmp_path) + "\n"
+    p = _write(inner, "p.yaml", text + section)
+    assert main(["validate", str(p)]) == 0  # without --confine the file may go anywhere
+    capsys.readouterr()
+    line = next(i + 1 for i, ln in enumerate(p.read_text().splitlines()) if ln.strip().startswith("out:"))
+    for argv in (["validate", "--confine", str(p)], ["sweep", "--confine", str(p)]):
+        msg = one_error(capsys, argv)
+        assert msg == f"{p}:{line}: sweep.out: refused: the results file is outside {inner} (--confine allows only " \
+                      "files in the problem file's folder)", msg
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["jobs"]  # no CSV, lock or plot
+    _write(inner, "p.yaml", text + section.replace(out.format(outside=tmp_path), "r.csv"))
+    assert main(["validate", "--confine", str(p)]) == 0
+
+
+def _trace_bytes(tmp_path: Path) -> bytes:
+    d = tmp_path / "exported"
+    assert main(["export-chakra", str(ROOT / "problems/quickstart.yaml"), "--out", str(d)]) == 0
+    return (d / "mlp4.0.et").read_bytes()
+
+
+def test_confine_lists_and_probes_nothing_outside_the_folder(tmp_path, capsys):
+    """The Chakra reader listed a folder outside the problem's ("found 2", "found 0") and told a file there from no
+    file ("refused" or "no trace"). Under --confine every case is the one refusal, word for word; without it, the
+    answers differ as before (the reader is the same)."""
+    trace = _trace_bytes(tmp_path)
+    capsys.readouterr()
+    inner, outside = tmp_path / "jobs", tmp_path / "secret"
+    inner.mkdir()
+    p = _write(inner, "p.yaml", problem_text("{chakra: ../secret}"))
+
+    def layout(kind: str) -> None:
+        for f in (outside, tmp_path / "secret.0.et"):
+            if f.is_dir():
+                for g in f.iterdir():
+                    g.unlink()
+                f.rmdir()
+            elif f.exists():
+                f.unlink()
+        if kind in ("two", "none"):
+            outside.mkdir()
+            for name in ("a.0.et", "b.0.et")[: 2 if kind == "two" else 0]:
+                (outside / name).write_bytes(trace)
+        elif kind == "prefix":
+            (tmp_path / "secret.0.et").write_bytes(trace)
+    free, confined = set(), set()
+    for kind in ("two", "none", "prefix", "nothing"):
+        layout(kind)
+        rc = main(["validate", str(p)])
+        free.add((rc, capsys.readouterr().err))
+        confined.add(one_error(capsys, ["validate", "--confine", str(p)]))
+    assert len(free) == 4  # the cases differ, without --confine
+    assert len(confined) == 1, confined
+    assert "workload.chakra: '../secret': refused: the Chakra trace is outside" in confined.pop()
+
+
+@pytest.mark.parametrize("there", [True, False], ids=["target-exists", "target-missing"])
+def test_confine_tells_nothing_of_where_a_planted_link_points(tmp_path, capsys, there):
+    """A prefix's file inside the folder that is a link out of it: refused alike whether its target exists."""
+    trace = _trace_bytes(tmp_path)
+    capsys.readouterr()
+    inner = tmp_path / "jobs"
+    inner.mkdir()
+    if there:
+        (tmp_path / "x.et").write_bytes(trace)
+    (inner / "pre.0.et").symlink_to(tmp_path / "x.et")
+    p = _write(inner, "p.yaml", problem_text("{chakra: pre}"))
+    msg = one_error(capsys, ["validate", "--confine", str(p)])
+    assert msg.endswith(f"workload.chakra: 'pre': refused: the Chakra trace is outside {inner} (--confine allows "
+                        "only files in the problem file's folder)"), msg

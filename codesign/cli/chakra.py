@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from ..spec.files import output_dir, writing
+from ..spec.outputs import claim_outputs, output_dir, record_outputs
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -31,7 +31,8 @@ def export_command(args: argparse.Namespace) -> int:
     from ..platform.costs import compute_time_terms
     from ..problem.load import load_problem
     from ..schedule.iteration import as_program
-    from ..workload.chakra import SUFFIX, graph_to_trace, program_to_trace, write_trace
+    from ..workload.chakra import SUFFIX, graph_to_trace, program_to_trace
+    from ..workload.chakra_wire import encode
 
     problem = load_problem(args.problem, confine=args.confine)
     out = output_dir(args.out)
@@ -41,6 +42,9 @@ def export_command(args: argparse.Namespace) -> int:
         raise SpecError(f"the trace name {name!r} is not a plain file name (no folders, not starting with '.'); "
                         "give one with --name", path="--name" if args.name else "workload.name",
                         file=None if args.name else args.problem)
+    ranks = range(problem.topology.npus) if args.all_npus else range(1)
+    names = [f"{name}.{r}{SUFFIX}" for r in ranks]
+    claim_outputs(out, names)  # a trace of the user's there stops the command now, before any work
 
     def duration(d: Any) -> float:  # duration_micros for readers that take no roofline: the problem's NPU
         return max(compute_time_terms(d, npu, npu.cores, npu.hbm_bandwidth))
@@ -50,10 +54,8 @@ def export_command(args: argparse.Namespace) -> int:
         trace = graph_to_trace(w, ndims, duration_s=duration)
     else:
         trace = program_to_trace(w, as_program(w, problem.schedule.overlap), ndims, duration_s=duration)
-    ranks = range(problem.topology.npus) if args.all_npus else range(1)
-    with writing(out):
-        for r in ranks:
-            write_trace(trace, out / f"{name}.{r}{SUFFIX}")
+    data = encode(trace)
+    record_outputs(out, names, {n: lambda f: f.write(data) for n in names})
     comms = sum(1 for n in trace.nodes if n.type == 7)
     print(f"wrote {len(ranks)} trace{'s' if len(ranks) > 1 else ''} {out / f'{name}.0{SUFFIX}'}"
           + (f" .. {name}.{len(ranks) - 1}{SUFFIX}" if len(ranks) > 1 else "")

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from ..spec.files import output_file, writing
+from ..spec.files import inside
+from ..spec.outputs import claim_file, output_file, write_output
 from .progress import ProgressBar, wanted
 
 Handler = Callable[[argparse.Namespace], int]
@@ -151,6 +152,11 @@ def sweep_settings(problem: str, *, params: Sequence[str] = (), mode: str | None
         raise SpecError(f"--workers: {wrong}")
     mode = mode or cfg.get("mode", "grid")
     tl = _limit(time_limit) if time_limit is not None else cfg.get("time_limit")
+    folder = Path(problem).resolve().parent
+    if confine and not out and cfg.get("out") and not inside(Path(cfg["out"]), folder):
+        # (the lock and the plots go beside the results file: confining it confines them)
+        raise SpecError(f"refused: the results file is outside {folder} (--confine allows only files in the "
+                        "problem file's folder)", file=problem, path="sweep.out")
     pl = plan(problem, chosen, mode=mode, time_limit=tl, solver_profile=solver, checks=[VALIDATE] if validate else [],
               confine=confine)
     return SweepSettings(pl, mode, workers if workers is not None else cfg.get("workers"),
@@ -171,6 +177,10 @@ def sweep_command(args: argparse.Namespace) -> int:
                         file=args.problem)
     pl, mode, workers, scheduler = st.plan, st.mode, st.workers, st.scheduler
     out = output_file(st.out, flag=st.out_flag)
+    if not args.no_plots:  # the pictures' places are checked now too, not after the sweep
+        from ..explore.plots import plot_paths
+        for png in plot_paths(pl.params, out.with_suffix("")):
+            claim_file(png, flag=st.out_flag)
     executor = scheduler if scheduler else "local"
     if scheduler == "local":
         executor = "dask"
@@ -203,7 +213,7 @@ def sweep_command(args: argparse.Namespace) -> int:
           + (f"; {same} repeat(s) of the same problem" if same else "") + ")")
     print(f"results         {out}")
     if not args.no_plots and solved:
-        pngs = plot_sweep(df, pl.params, out.with_suffix(""))
+        pngs = plot_sweep(df, pl.params, out.with_suffix(""), flag=st.out_flag)
         print(f"plots           {', '.join(str(p) for p in pngs)}")
     return 1 if solved + infeasible == 0 else 0
 
@@ -213,8 +223,8 @@ def pareto_command(args: argparse.Namespace) -> int:
     from ..problem.load import load_problem
 
     problem = load_problem(args.problem, solver_profile=args.solver, confine=args.confine)
-    out = output_file(args.out or f"pareto_{Path(args.problem).stem}.png")
-    csv = output_file(args.csv, flag="--csv") if args.csv else None
+    out = claim_file(args.out or f"pareto_{Path(args.problem).stem}.png")
+    csv = claim_file(args.csv, flag="--csv") if args.csv else None
     bar = ProgressBar(enabled=wanted(args.progress), unit="solves")
     t0 = time.perf_counter()
     try:
@@ -246,13 +256,21 @@ def pareto_command(args: argparse.Namespace) -> int:
         print(f"as posed        {front.x} {metric(a, front.x) * sx:.4g} {ux}, "
               f"{front.y} {metric(a, front.y) * sy:.4g} {uy}: {point_text(a)}"
               + ("" if a.status == "optimal" else f" [{a.status}]"))
-    with writing(out):
-        front.plot(out)
-    print(f"plot            {out}")
+    unwritten = None  # a file not written (a user's file there now, a full disk): said once the other is written
+    try:
+        write_output(out, front.plot)
+        print(f"plot            {out}")
+    except SpecError as e:
+        unwritten = e
     if csv is not None:
-        with writing(csv, "--csv"):
-            front.to_frame().to_csv(csv, index=False)
-        print(f"points          {csv}")
+        text = front.to_frame().to_csv(index=False)
+        try:
+            write_output(csv, lambda f: f.write(text.encode()), flag="--csv")
+            print(f"points          {csv}")
+        except SpecError as e:
+            unwritten = unwritten or e
+    if unwritten is not None:
+        raise unwritten
     return 0
 
 

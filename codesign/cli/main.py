@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CodesignError, InputWarning, SpecError
-from ..spec.files import claim_outputs, output_dir, record_outputs, writing
+from ..spec.outputs import claim_outputs, output_dir, record_outputs
 from .explore import CONFINE_HELP
 
 
@@ -84,9 +84,12 @@ def _solve(args: argparse.Namespace) -> int:
     if not args.no_validate:
         from ..pipeline.validation import validate
         val = validate(problem, sol)
+    unwritten = None  # a file that could not be written: said after the answer, which is printed all the same
     if out is not None:
-        with writing(out):
-            written = record_outputs(out, OUTPUTS, lambda: write_outputs(sol, problem, out, validation=val))
+        try:
+            written = write_outputs(sol, problem, out, validation=val)
+        except SpecError as e:
+            unwritten = e
     if args.json:
         doc = sol.to_dict()
         if problem.workload.memory_bytes:
@@ -102,10 +105,12 @@ def _solve(args: argparse.Namespace) -> int:
         if args.verbose:
             from ..report.text import diagnostics_text
             print(diagnostics_text(sol))
-        if args.out:
+        if args.out and unwritten is None:
             print(f"wrote           {', '.join(str(w) for w in written)}")
     if val is not None and val.flagged:
         print(f"codesign: warning: {val.warning()}", file=sys.stderr)
+    if unwritten is not None:
+        raise unwritten
     return 0
 
 
@@ -183,18 +188,22 @@ def _simulate(args: argparse.Namespace) -> int:
         claim_outputs(out, SIMULATION_OUTPUTS)
     res = simulate(problem, design, order=order, iterations=args.iterations)
     doc = simulation_doc(problem, design, res)
+    unwritten = None  # as in 'solve': the answer is printed, then what was not written
     if out is not None:
-        def write() -> list[Path]:
-            (out / "simulation.json").write_text(json.dumps(doc, indent=2))
-            return [out / "simulation.json", timeline_png(res, problem, out / "timeline.png")]
-        with writing(out):
-            record_outputs(out, SIMULATION_OUTPUTS, write)
+        text = json.dumps(doc, indent=2)
+        try:
+            record_outputs(out, SIMULATION_OUTPUTS, {"simulation.json": lambda f: f.write(text.encode()),
+                                                     "timeline.png": lambda f: timeline_png(res, problem, f)})
+        except SpecError as e:
+            unwritten = e
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
         print(simulation_summary(problem, design, res))
         if problem.workload.task_graph is not None:
             print(f"note: {problem.workload.task_graph.decided}")
+    if unwritten is not None:
+        raise unwritten
     return 0
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError, shown
-from ..spec.files import output_dir, writing
+from ..spec.outputs import claim_outputs, output_dir, record_outputs
 from .progress import ProgressBar, wanted
 
 Handler = Callable[[argparse.Namespace], int]
@@ -64,7 +64,8 @@ def _list(text: str | None, what: str, cast: Callable[[str], Any]) -> tuple | No
 def reproduce_command(args: argparse.Namespace) -> int:
     from ..explore.executors import bad_workers
     from ..study.cases import SHAPES, WORKLOADS
-    from ..study.report import json_document, report_text, write_files
+    from ..study.plots import PLOTS, plot_files
+    from ..study.report import FILES, json_document, report_files, report_text
     from ..study.run import run_study
 
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
@@ -94,22 +95,30 @@ def reproduce_command(args: argparse.Namespace) -> int:
         bar(pr)
 
     out = output_dir(args.out)  # a wrong --out is found now, not after the study
+    names = FILES + (() if args.no_plots else PLOTS)
+    claim_outputs(out, names)  # (cases.csv and hbm.csv are results files: checked by their header as they open)
     try:
         study = run_study(workloads=workloads, sizes=sizes, latency=not args.no_latency, hbm=not args.no_hbm,
                           executor=executor, workers=args.workers, out=out, problems_dir=args.problems,
                           time_limit=args.time_limit, progress=progress)
     finally:
         bar.close()
-    with writing(out):
-        written = write_files(out, study.summary, study.cases)
-        if not args.no_plots:
-            from ..study.plots import write_plots
-            written += write_plots(out, study.summary, study.cases, study.hbm)
+    files = report_files(study.summary, study.cases)
+    if not args.no_plots:
+        files.update(plot_files(study.summary, study.cases, study.hbm))
+    unwritten = None  # a file not written: said after the report, which is printed all the same
+    try:
+        written = record_outputs(out, names, files)
+    except SpecError as e:
+        unwritten = e
     if args.json:
         print(json.dumps(json_document(study.summary, study.cases), indent=1))
     else:
         print(report_text(study.summary))
-        print(f"\nwrote {', '.join(str(p) for p in written)} (cases.csv and hbm.csv there too)")
+        if unwritten is None:
+            print(f"\nwrote {', '.join(str(p) for p in written)} (cases.csv and hbm.csv there too)")
+    if unwritten is not None:
+        raise unwritten
     failed = study.summary.get("failed") or []
     if failed:
         print(f"codesign: warning: {len(failed)} case(s) failed: {', '.join(failed[:5])}; rerun the command to "

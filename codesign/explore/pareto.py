@@ -89,7 +89,7 @@ class ParetoFront:
                               "design": point_text(p.solution), "status": p.solution.status} for p in self.points])
 
     def plot(self, path: str | Path) -> Path:
-        return plot_front(self, Path(path))
+        return plot_front(self, Path(path) if isinstance(path, str) else path)
 
 
 def _limited(problem: Problem, first: str, limits: dict[str, float | None]) -> Problem:
@@ -298,7 +298,8 @@ def plot_front(front: ParetoFront, path: Path) -> Path:
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    if isinstance(path, Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, format="png")  # (or to an open file, from the output layer)
     plt.close(fig)
     return path

@@ -4,7 +4,8 @@ One PNG per parameter, one panel per metric. In a grid sweep the other parameter
 (up to ``MAX_LINES``; beyond that, points without lines); in a one-at-a-time sweep a parameter's panel
 shows the points where it was the one varied. Points without an answer (infeasible, error) are left out
 and counted in the title. Axes are in readable units (GB/s, MiB, ms, mm^2, W); log scale when the
-parameter spans 20x or more.
+parameter spans 20x or more. Each picture is written through the output layer (``spec.outputs.write_output``):
+never over a file of the user's, never through a link, whole or not at all.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from ..spec.outputs import Refused, write_output
 
 #: metric column -> (label, scale to the shown unit)
 METRICS = {"iteration_time_s": ("iteration time (ms)", 1e3), "exposed_comm_s": ("exposed communication (ms)", 1e3),
@@ -37,10 +40,17 @@ def axis_for(raw_values: Sequence[Any]) -> tuple[str, float]:
     return _AXIS.get(dim.base, (dim.base, 1.0))
 
 
+def plot_paths(params: Sequence[Any], out_prefix: str | Path) -> list[Path]:
+    """The pictures ``plot_sweep`` writes, ``<out_prefix>_<parameter>.png``: what a sweep checks before it runs."""
+    out_prefix = Path(out_prefix)
+    return [out_prefix.with_name(f"{out_prefix.name}_{slug(p.path)}.png") for p in params]
+
+
 def plot_sweep(df: Any, params: Sequence[Any], out_prefix: str | Path, *,
-               metrics: Sequence[str] = tuple(METRICS)) -> list[Path]:
+               metrics: Sequence[str] = tuple(METRICS), flag: str = "--out") -> list[Path]:
     """Draw ``df`` (from ``codesign.sweep``) against each of ``params`` (Param objects); returns the PNGs
-    written as ``<out_prefix>_<parameter>.png``."""
+    written, ``plot_paths``. A file of the user's at one of them is kept: ``spec.outputs.Refused`` (naming
+    ``flag``) once the others are written."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -50,8 +60,8 @@ def plot_sweep(df: Any, params: Sequence[Any], out_prefix: str | Path, *,
     out_prefix = Path(out_prefix)
     out_prefix.parent.mkdir(parents=True, exist_ok=True)
     metrics = [m for m in metrics if m in df.columns]
-    written = []
-    for p in params:
+    written, refused = [], []
+    for p, path in zip(params, plot_paths(params, out_prefix)):
         col = p.path
         unit, factor = axis_for(p.values)
         rows = df[df["varied"] == col] if "varied" in df.columns else df
@@ -84,9 +94,14 @@ def plot_sweep(df: Any, params: Sequence[Any], out_prefix: str | Path, *,
         fig.suptitle(f"{df['problem'].iloc[0] if len(df) else ''}: sweep of {col}"
                      + (f" ({missing} point(s) without an answer)" if missing else ""), fontsize=10)
         fig.tight_layout()
-        path = out_prefix.with_name(f"{out_prefix.name}_{slug(col)}.png")
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        try:
+            written.append(write_output(path, lambda f, fig=fig: fig.savefig(f, dpi=110, format="png"),
+                                        flag=flag))
+        except Refused as e:
+            refused.append(e)
+        finally:
+            plt.close(fig)
+    if refused:
+        raise refused[0]
     return written
 

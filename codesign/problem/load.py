@@ -22,7 +22,7 @@ from ..platform.engines import ENGINES, every_resource
 from ..platform.network import Network, grid, grid_steps
 from ..platform.topology import ALGORITHMS, KINDS, Dim, Topology
 from ..spec import units as U
-from ..spec.files import UnreadableFile, read_user_bytes
+from ..spec.files import UnreadableFile, confined, read_user_bytes
 from ..spec.readers import (
     Ctx,
     boolean,
@@ -39,7 +39,7 @@ from ..spec.readers import (
 )
 from ..spec.yamlfile import YMap, load_yaml
 from ..workload.astra import astra_to_workload, parse_astra_workload
-from ..workload.chakra import read_trace, trace_path, trace_to_workload
+from ..workload.chakra import SUFFIX, read_trace, trace_path, trace_to_workload
 from ..workload.gnmt import gnmt
 from ..workload.llm import llm
 from ..workload.model import COLLECTIVES, PARALLELISMS, Comm, Compute, Layer, Workload
@@ -176,9 +176,14 @@ def _chakra(ctx: Ctx, m: YMap, sizes: tuple[int, ...]) -> Workload:
                 raise ctx.error(gp, "a dimension is listed twice", line_of(g, name))
             groups[str(name)] = dims
     try:
+        # --confine: nothing outside the folder is listed or probed, so no answer says what is there
+        for q in (ctx.dir / src, ctx.dir / f"{src}.{rank or 0}{SUFFIX}"):  # (the second: a prefix's file)
+            confined(q, what="Chakra trace", confine_to=ctx.confine_to)
         file = trace_path(ctx.dir / src, rank)
     except ValueError as e:
         raise ctx.error("workload.chakra", f"{shown(src)}: {e}", line_of(m, "chakra")) from None
+    except UnreadableFile as e:
+        raise ctx.error("workload.chakra", f"{shown(src)}: {e.detail}", line_of(m, "chakra")) from None
     try:
         data = read_user_bytes(file, what="Chakra trace", confine_to=ctx.confine_to)
     except UnreadableFile as e:

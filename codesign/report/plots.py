@@ -1,5 +1,6 @@
 """Pictures: the Gantt chart of a solution's steady-state iteration and the timeline of a simulated
-period. matplotlib is imported inside the functions, on first use."""
+period, as PNG, to a path or an open binary file (what ``spec.outputs`` hands a writer). matplotlib is imported
+inside the functions, on first use."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,7 +19,7 @@ def _finish(fig, ax, path: Path) -> Path:
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in KIND_COLORS.values()]
     ax.legend(handles, list(KIND_COLORS), ncol=5, fontsize=7, loc="upper right")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, format="png")  # (format: ``path`` may be an open file)
     plt.close(fig)
     return path
 

@@ -20,12 +20,16 @@ The platform (one for every case; SI units once parsed):
 """
 from __future__ import annotations
 
+import os
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from ..errors import SpecError
+from ..spec.outputs import replace_file, writing
 
 #: network size -> (local, vertical, horizontal) ring sizes
 SHAPES: dict[int, tuple[int, int, int]] = {16: (4, 2, 2), 32: (4, 4, 2), 64: (4, 4, 4), 128: (4, 8, 4)}
@@ -239,24 +243,36 @@ def dump(doc: dict[str, Any], comment: str) -> str:
 
 
 def generate(out_dir: str | Path, *, workloads: tuple[str, ...] = tuple(WORKLOADS),
-             sizes: tuple[int, ...] = tuple(SHAPES), latency: bool = True) -> list[Path]:
+             sizes: tuple[int, ...] = tuple(SHAPES), latency: bool = True, missing_only: bool = False) -> list[Path]:
     """Write every case's problem file under ``out_dir`` (problems/paper/); returns the paths written.
     Workload paths are relative (``../workloads/``), so ``out_dir`` must sit beside problems/workloads/
-    or have its own copy of the ASTRA-sim inputs there."""
+    or have its own copy of the ASTRA-sim inputs there. ``missing_only``: write only the files not there
+    (what ``codesign reproduce`` does for the cases it lacks). A file there is rewritten only if it is one this
+    generator wrote (it begins with ``HEADER``); any other is refused (SpecError), as is a symbolic link."""
     out = Path(out_dir)
     written = []
     for c in study_cases(workloads, sizes, latency):
         text = dump(case_document(c), f"Case: {c.key}. {CONFIGS[c.config]}.")
-        written.append(_write(out / c.file, text))
+        written.append(_write(out / c.file, text, missing_only))
     for h in hbm_cases(sizes):
         text = dump(hbm_document(h), f"HBM-bandwidth sweep, micro benchmark on the {h.engine} endpoint "
                                      f"({h.npus} NPUs); codesign.study sweeps its memory bandwidth.")
-        written.append(_write(out / h.file, text))
+        written.append(_write(out / h.file, text, missing_only))
     return written
 
 
-def _write(path: Path, text: str) -> Path:
+def _write(path: Path, text: str, missing_only: bool) -> Path:
+    """``text`` at ``path`` through the output layer, unless a file is there that this generator did not write."""
+    if os.path.lexists(path):
+        if path.is_symlink():
+            raise SpecError(f"{path}: a symbolic link, which codesign does not write through; remove it")
+        old = path.read_bytes()
+        if missing_only or old == text.encode():
+            return path
+        if not old.startswith(HEADER.encode()):
+            raise SpecError(f"{path}: there and not written by the study's generator (it does not begin with its "
+                            "header); it is left as it is: move it away to generate the case")
     path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
+    with writing(path, "generating"):
+        replace_file(path, lambda f: f.write(text.encode()))
     return path

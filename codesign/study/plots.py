@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..spec.outputs import Fill
 from .cases import CONFIGS, WORKLOAD_LABELS
 
 SIZE_COLORS = ("#4C72B0", "#55A868", "#DD8452", "#8172B3", "#937860")
@@ -55,7 +56,7 @@ def speedup_png(summary: dict[str, Any], path: Path) -> Path:
     ax.set_ylim(0.9, max([1.6] + [c["speedup"] * 1.05 for c in comps]))
     ax.legend(fontsize=7, ncol=2, loc="upper right")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, format="png")
     plt.close(fig)
     return path
 
@@ -81,7 +82,7 @@ def hbm_png(hbm: Sequence[dict[str, Any]], path: Path, hbm_of_npu: float = 900e9
     ax.set_title("HBM bandwidth to reach 95% of the ideal endpoint's all-reduce throughput", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, format="png")
     plt.close(fig)
     return path
 
@@ -116,15 +117,20 @@ def breakdown_png(cases: Sequence[dict[str, Any]], path: Path) -> Path:
             ax.legend(fontsize=7, loc="upper left")
     fig.text(0.5, 0.005, "bars in each group, left to right: " + ", ".join(configs), ha="center", fontsize=7)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, format="png")
     plt.close(fig)
     return path
 
 
-def write_plots(out: Path, summary: dict[str, Any], cases: Sequence[dict[str, Any]],
-                hbm: Sequence[dict[str, Any]]) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [speedup_png(summary, out / "speedup.png"), breakdown_png(cases, out / "breakdown.png")]
+#: Every picture ``plot_files`` may make.
+PLOTS = ("speedup.png", "breakdown.png", "hbm.png")
+
+
+def plot_files(summary: dict[str, Any], cases: Sequence[dict[str, Any]],
+               hbm: Sequence[dict[str, Any]]) -> dict[str, Fill]:
+    """The pictures, name -> fill (``spec.outputs``); hbm.png only when an HBM point has an answer."""
+    files: dict[str, Fill] = {"speedup.png": lambda f: speedup_png(summary, f),
+                              "breakdown.png": lambda f: breakdown_png(cases, f)}
     if any(not h["error"] for h in hbm):
-        paths.append(hbm_png(hbm, out / "hbm.png"))
-    return paths
+        files["hbm.png"] = lambda f: hbm_png(hbm, f)
+    return files

@@ -6,12 +6,13 @@ SI units.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+from ..spec.outputs import Fill
 from .cases import CONFIGS, WORKLOAD_LABELS
 
 
@@ -132,14 +133,18 @@ def json_document(summary: dict[str, Any], cases: Sequence[dict[str, Any]]) -> d
     return _clean({**summary, "cases": list(cases)})
 
 
-def write_files(out: Path, summary: dict[str, Any], cases: Sequence[dict[str, Any]]) -> list[Path]:
-    """comparisons.csv, summary.json and table.md under ``out`` (beside run_study's cases.csv and hbm.csv)."""
-    out.mkdir(parents=True, exist_ok=True)
+#: The files ``report_files`` makes.
+FILES = ("comparisons.csv", "summary.json", "table.md")
+
+
+def report_files(summary: dict[str, Any], cases: Sequence[dict[str, Any]]) -> dict[str, Fill]:
+    """comparisons.csv, summary.json and table.md (beside run_study's cases.csv and hbm.csv), name -> fill
+    (``spec.outputs``)."""
     comps = summary["comparisons"]
-    with (out / "comparisons.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for c in comps for k in c)))
-        w.writeheader()
-        w.writerows({k: ("" if v is None else v) for k, v in c.items()} for c in comps)
-    (out / "summary.json").write_text(json.dumps(json_document(summary, cases), indent=1))
-    (out / "table.md").write_text(report_text(summary) + "\n")
-    return [out / "comparisons.csv", out / "summary.json", out / "table.md"]
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for c in comps for k in c)))
+    w.writeheader()
+    w.writerows({k: ("" if v is None else v) for k, v in c.items()} for c in comps)
+    texts = {"comparisons.csv": buf.getvalue(), "summary.json": json.dumps(json_document(summary, cases), indent=1),
+             "table.md": report_text(summary) + "\n"}
+    return {n: (lambda f, t=t: f.write(t.encode())) for n, t in texts.items()}

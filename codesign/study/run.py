@@ -21,7 +21,6 @@ Times in seconds, bandwidths in bytes/s.
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
 import os
 import sys
@@ -34,7 +33,7 @@ from typing import Any
 
 from ..errors import InfeasibleError, SpecError
 from ..explore.executors import make_runner
-from ..explore.results import ResultsFile, cell
+from ..explore.results import ResultsFile
 from ..explore.sweep import Progress, point_key
 from ..problem.model import Problem
 from .cases import (
@@ -197,13 +196,7 @@ def _rewrite_sorted(store: ResultsFile, columns: Sequence[str], order: dict[str,
     digest (an older study's format); atomically, while the lock is still held."""
     rows = [_typed(r, columns) for r in store.rows.values() if r.get("digest")]
     rows.sort(key=lambda r: (order.get(str(r["key"]), len(order)), str(r["key"])))
-    tmp = store.path.with_name(f".{store.path.name}.sorted")
-    with open(tmp, "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(columns)
-        for r in rows:
-            w.writerow([cell(r.get(c)) for c in columns])
-    os.replace(tmp, store.path)
+    store.rewrite(columns, rows)
 
 
 def _hbm_key(npus: int, net_scale: float) -> str:
@@ -243,7 +236,7 @@ def run_study(*, workloads: Sequence[str] = tuple(WORKLOADS), sizes: Sequence[in
         if not (pdir.parent / "workloads").exists():
             raise SpecError(f"{pdir}: {len(missing)} case file(s) missing (e.g. {missing[0]}) and no "
                             f"{pdir.parent / 'workloads'} to generate them beside; run from the source tree")
-        generate(pdir, workloads=workloads, sizes=sizes, latency=latency)
+        generate(pdir, workloads=workloads, sizes=sizes, latency=latency, missing_only=True)
 
     # every task, with the columns that name its row and the digest that says whether a stored row still holds
     tasks: list[StudyTask] = []
