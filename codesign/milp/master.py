@@ -384,6 +384,23 @@ class Master:
             return None
         return float(self._floors()[d])
 
+    def design_floors(self, deadline: float) -> tuple[list[dict[str, int]], np.ndarray] | None:
+        """The designs the master admits (within the budgets, not cut off, their floor LP not proven
+        infeasible) with their floors (us; ``_floors``, computed until ``deadline``, 0 where not yet): a
+        lower bound on the period of each, from the master's rows alone, without HiGHS's branch and bound.
+        None where the master has no design columns (nothing to size, or more designs than
+        ``DESIGN_COLUMNS_MAX``)."""
+        if self.designs is None:
+            return None
+        self.compile()
+        self._refloor(deadline)
+        floors = self._floors()
+        ok = self.fits & ~self.excluded & self._open() & (floors < np.inf)
+        if self.time_target_us is not None:
+            ok &= floors <= self.time_target_us * (1 + 1e-9)
+        idx = np.flatnonzero(ok)
+        return [self._design_choice(int(d)) for d in idx], floors[idx]
+
     def _open(self) -> np.ndarray:
         """Per design, whether its column is open: not held at 0 by its bound (over a budget, dead, or a hook's
         ``setub(0)``) nor fixed (a hook's ``fix(0)``)."""

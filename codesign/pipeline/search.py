@@ -77,6 +77,8 @@ class SearchResult:
     size: ModelSize | None
     stats: SolveStats | None = None
     cuts: int = 0
+    #: True: HiGHS failed on the master and the search went on without it (``Search._enumerate``)
+    enumerated: bool = False
 
     @property
     def gap(self) -> float | None:
@@ -177,6 +179,8 @@ class Search:
             # visits, a family's, need none)
             stats = master.solve(solver, left if self.evaluated else 0.9 * left)
             solves += 1
+            if _failed(master, stats, self.deadline):
+                return self._enumerate(master, solves, stats, cuts)
             if stats.status == "infeasible":
                 return SearchResult("infeasible", None, None, None, solves, stats.size, stats, cuts)
             if stats.bound is not None:
@@ -217,6 +221,38 @@ class Search:
             status = "optimal" if stats.status == "optimal" else "time_limit"
             return SearchResult(status, visit, stats.objective, stats.bound, solves, stats.size, stats, cuts)
 
+    def _enumerate(self, master: Master, solves: int, stats: SolveStats, cuts: int) -> SearchResult:
+        """The search without HiGHS's branch and bound, where HiGHS failed on the master (``_failed``):
+        the designs the master admits, each with its floor (``Master.design_floors``: a lower bound from
+        the master's rows at that design), evaluated in order of floor until the best evaluated design is
+        within ``TIE`` of every floor not yet evaluated (ties within TIE go to the least area, as
+        ``smallest_at`` takes them). Infeasible only if the master admits no design; ``time_limit`` when
+        the deadline comes first. Minimizing time with exact evaluations only (``_failed`` says so)."""
+        eng = self.md.engine
+        while True:
+            # (``_failed`` enumerates only a master that lists its designs, or has one design: floor 0)
+            listed = master.design_floors(self.deadline)
+            choices, floors = listed if listed is not None else ([{r: 0 for r in master.space}], [0.0])
+            if not choices:
+                return SearchResult("infeasible", None, None, None, solves, stats.size, stats, cuts, True)
+            found = [self.find(c) for c in choices]
+            best = min((v for v in found if v is not None), default=None,
+                       key=lambda v: (v.simulated_us, design_area_mm2(eng, v.choice)))
+            left = [(float(f), design_area_mm2(eng, c), c) for c, f, v in zip(choices, floors, found) if v is None]
+            low = min((f for f, _, _ in left), default=float("inf"))
+            bound = min(low, best.simulated_us) if best is not None else low
+            if best is not None and best.simulated_us <= low * (1 + TIE):
+                area = design_area_mm2(eng, best.choice)
+                left = [x for x in left if x[0] <= best.simulated_us * (1 + TIE) and x[1] < area]
+                if not left:
+                    return SearchResult("optimal", best, best.simulated_us, bound, solves, stats.size, stats, cuts,
+                                        True)
+            if time.perf_counter() >= self.deadline or (self.evaluated and not self._time_for_one_more()):
+                value = best.simulated_us if best is not None else None
+                return SearchResult("time_limit", best, value, bound, solves, stats.size, stats, cuts, True)
+            _, _, choice = min(left, key=lambda x: (x[0], x[1]))
+            master.add_evaluation(self._evaluate(choice).evaluation)
+
     def _run_bounded(self, master: Master) -> SearchResult:
         """The search when an evaluation only brackets a design (the best order found above, a bound for
         every order below): each evaluated design leaves the master (a no-good cut), and the search goes
@@ -250,6 +286,7 @@ class Search:
                 break
             stats = master.solve(solver, left if self.visits else 0.9 * left)
             solves += 1
+            _failed(master, stats, self.deadline, enumerable=False)  # (raises where HiGHS failed)
             if stats.status == "infeasible":
                 remaining = None
                 unbounded = False
@@ -336,6 +373,31 @@ class Search:
                    default=None)
         value = _objective(master, best) if best is not None else None
         return SearchResult("time_limit", best, value, bound, solves, size, stats, cuts)
+
+
+def _failed(master: Master, stats: SolveStats, deadline: float, enumerable: bool = True) -> bool:
+    """Whether HiGHS failed on the master rather than answered it: it claims the master infeasible while
+    the master admits a design whose floor LP is feasible (``Master.design_floors``), or it stopped with
+    no solution, not for the time. Periods of hours in microseconds beside nanosecond latencies put
+    HiGHS's absolute tolerances out of reach (a 20 MB/s network: big-M rows of 1e9 us). Raises
+    SolverError where the search cannot go on without HiGHS (``Search._enumerate``'s conditions;
+    ``enumerable`` False: exact evaluations are not to be had, ``order: optimize``)."""
+    if stats.has_solution or stats.termination in _OUT_OF_TIME or time.perf_counter() >= deadline:
+        return False
+    listed = master.design_floors(deadline) if stats.status == "infeasible" else None
+    if stats.status == "infeasible" and (listed is None or not listed[0]):
+        return False  # proven as far as the master's own rows say
+    if enumerable and master.objective == "iteration_time" and not master.custom and (
+            not master.sized or master.designs is not None):
+        return True
+    raise SolverError(f"HiGHS failed on the master MILP ({stats.termination}"
+                      + (", though a design satisfies its rows" if stats.status == "infeasible" else "")
+                      + "): not proven infeasible; periods far from microseconds to hours (a unit wrong?) "
+                      "strain its tolerances")
+
+
+#: HiGHS's terminations for running out of time (or of its own limits), where no solution is no failure
+_OUT_OF_TIME = ("kTimeLimit", "kIterationLimit", "kInterrupt", "kSolutionLimit")
 
 
 def _over_budget(master: Master, choice: dict[str, int]) -> bool:

@@ -665,6 +665,10 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
     notes = []
     if custom:
         notes.append("the objective is the extra hook's own; objective and bound are in its units")
+    if res.enumerated:
+        notes.append(f"HiGHS failed on the master MILP ({res.stats.termination}; periods of "
+                     f"{format_quantity(T, SECONDS)} strain its tolerances): the designs were simulated in "
+                     "order of their floors (the master's LP at each design, a proven lower bound) instead")
     if status == "time_limit":
         gap = _gap(objective, bound)
         notes.append("time limit reached: the design is the best found, " + (
