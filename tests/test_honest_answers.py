@@ -2,17 +2,21 @@
 within the tie tolerance of the reported bound, and a search that stops says what stopped it."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import re
 
 import pytest
+import yaml
 from conftest import ROOT
 
-from codesign import load_problem, solve
+from codesign import InfeasibleError, SpecError, load_problem, solve
 from codesign.milp.master import fits_budgets
 from codesign.pipeline.search import TIE
 from codesign.platform.endpoint import design_of
 from codesign.problem.model import at_design
 from codesign.sim.replay import simulate
+from codesign.workload.chakra_wire import Attr, Node, Trace, encode
 
 DATA = ROOT / "tests" / "data"
 
@@ -43,3 +47,47 @@ def test_one_design_of_hours_is_its_own_answer():
     s = solve(p, time_limit=60)
     assert s.status == "optimal"
     assert s.iteration_time_s == pytest.approx(_brute_force_s(p), rel=1e-12)
+
+
+# ---------------------------------------------------------------- messages that do not contradict themselves
+
+def test_an_empty_mapping_is_not_called_a_mapping(tmp_path):
+    nodes = (Node(0, "a", 4, duration_micros=1, attrs=(Attr("is_cpu_op", "bool_val", False),)),)
+    (tmp_path / "t.0.et").write_bytes(encode(Trace("0.0.4", (), nodes)))
+    doc = {"workload": {"chakra": "t", "groups": {}},
+           "topology": {"dims": [{"kind": "ring", "size": 2, "bandwidth": "100 GB/s"}]},
+           "npu": {"compute": "100 TFLOP/s", "hbm_bandwidth": "1 TB/s"}, "engine": {"type": "ideal"}}
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(SpecError) as e:
+        load_problem(tmp_path / "t.yaml")
+    assert "workload.groups" in str(e.value) and "got an empty mapping" in str(e.value)
+
+
+def test_a_budget_just_below_the_smallest_design_prints_two_different_numbers():
+    p = load_problem(ROOT / "problems" / "quickstart.yaml")
+    least = p.engine.min_area_mm2()
+    p = dataclasses.replace(p, engine=dataclasses.replace(p.engine, area_budget_mm2=least - 1e-7))
+    with pytest.raises(InfeasibleError) as e:
+        solve(p)
+    budget, smallest = re.search(r"area budget (\S+) mm\^2 < smallest configuration (\S+) mm\^2", str(e.value)).groups()
+    assert float(budget) < float(smallest)
+
+
+def test_a_bad_npu_figure_is_named_not_the_option_it_scales(tmp_path):
+    # every HBM share option is too slow because the NPU's HBM bandwidth is: name that key
+    text = (ROOT / "problems" / "paper" / "dlrm_n64_baseline.yaml").read_text()
+    text = text.replace("hbm_bandwidth: 900 GB/s", "hbm_bandwidth: 1e-3 B/s")
+    text = text.replace("astra: ../workloads/", f"astra: {ROOT / 'problems' / 'workloads'}/")
+    (tmp_path / "p.yaml").write_text(text)
+    with pytest.raises(SpecError) as e:
+        solve(load_problem(tmp_path / "p.yaml"))
+    assert e.value.path == "npu.hbm_bandwidth"
+
+
+def test_a_fixed_resource_is_named_without_an_index(tmp_path):
+    text = (ROOT / "problems" / "quickstart.yaml").read_text()
+    text = re.sub(r"  alu:\n(    - .*\n)+", "  alu: 1e-3 B/s\n", text)
+    (tmp_path / "p.yaml").write_text(text)
+    with pytest.raises(SpecError) as e:
+        solve(load_problem(tmp_path / "p.yaml"))
+    assert e.value.path == "engine.alu"

@@ -150,16 +150,29 @@ def precheck(p: Problem) -> None:
     """Budgets no configuration can meet, said in the user's terms before any solve."""
     e = p.engine
     if e.area_budget_mm2 is not None and e.min_area_mm2() > e.area_budget_mm2 + 1e-12:
-        raise InfeasibleError(f"area budget {e.area_budget_mm2:g} mm^2 < smallest configuration "
-                              f"{e.min_area_mm2():g} mm^2 (short by {e.min_area_mm2() - e.area_budget_mm2:g} mm^2)")
+        budget, least = _apart(e.area_budget_mm2, e.min_area_mm2())
+        raise InfeasibleError(f"area budget {budget} mm^2 < smallest configuration {least} mm^2 "
+                              f"(short by {e.min_area_mm2() - e.area_budget_mm2:g} mm^2)")
     if e.power_budget_w is not None and e.min_power_w() > e.power_budget_w + 1e-12:
-        raise InfeasibleError(f"power budget {e.power_budget_w:g} W < smallest configuration "
-                              f"{e.min_power_w():g} W (short by {e.min_power_w() - e.power_budget_w:g} W)")
+        budget, least = _apart(e.power_budget_w, e.min_power_w())
+        raise InfeasibleError(f"power budget {budget} W < smallest configuration {least} W "
+                              f"(short by {e.min_power_w() - e.power_budget_w:g} W)")
     net = p.network
     if net is not None and net.budget is not None and not within(net.min_cost(p.topology), net.budget):
         least = net.min_cost(p.topology)
-        raise InfeasibleError(f"network cost budget {net.budget:g} {net.unit} < cheapest network {least:g} {net.unit} "
+        budget, cheapest = _apart(net.budget, least)
+        raise InfeasibleError(f"network cost budget {budget} {net.unit} < cheapest network {cheapest} {net.unit} "
                               f"(short by {least - net.budget:g} {net.unit})")
+
+
+def _apart(a: float, b: float) -> tuple[str, str]:
+    """``a`` and ``b`` with the fewest significant digits (6 at least) that tell them apart: a budget 1e-7
+    below the smallest design is "0.7499999 < 0.75", not "0.75 < 0.75"."""
+    for digits in range(6, 18):
+        x, y = f"{a:.{digits}g}", f"{b:.{digits}g}"
+        if x != y:
+            return x, y
+    return repr(a), repr(b)
 
 
 def _budgetless(p: Problem) -> Problem:
