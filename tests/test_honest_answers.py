@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_search import engines, topologies, workloads
 
-from codesign import InfeasibleError, SpecError, load_problem, solve
+from codesign import InfeasibleError, SolverError, SpecError, load_problem, solve
 from codesign.milp.master import fits_budgets
 from codesign.pipeline.search import TIE
 from codesign.platform.endpoint import design_of
@@ -138,3 +138,21 @@ def test_a_fixed_resource_is_named_without_an_index(tmp_path):
     with pytest.raises(SpecError) as e:
         solve(load_problem(tmp_path / "p.yaml"))
     assert e.value.path == "engine.alu"
+
+
+# ---------------------------------------------------------------- a search that stops says what stopped it
+
+
+def test_an_optimize_search_out_of_designs_says_so_not_the_time_limit(tmp_path):
+    # every design simulated, none under the orders tried meets the target: the search ended in 2 s of 120
+    text = (ROOT / "problems" / "resnet50_ace_optimize_torus3d.yaml").read_text()
+    text = text.replace("astra: workloads/", f"astra: {ROOT / 'problems' / 'workloads'}/")
+    text = text.replace("solver: {profile: default}", "solver: {profile: default, time_limit: 120}\n"
+                        "objective: {minimize: area, iteration_time_target: 2.26 ms}")
+    (tmp_path / "p.yaml").write_text(text)
+    with pytest.raises(SolverError) as e:
+        solve(load_problem(tmp_path / "p.yaml"))
+    msg = str(e.value)
+    assert "time limit" not in msg and "every design within the constraints was simulated" in msg
+    assert "not proven infeasible" in msg
+

@@ -80,6 +80,8 @@ class SearchResult:
     cuts: int = 0
     #: True: HiGHS failed on the master and the search went on without it (``Search._enumerate``)
     enumerated: bool = False
+    #: what ended the search, in words ("the time limit passed", ...; empty: the master settled)
+    stopped: str = ""
 
     @property
     def gap(self) -> float | None:
@@ -140,6 +142,13 @@ class Search:
         mean = self.evaluation_s / self.evaluated if self.evaluated else 0.0
         return time.perf_counter() + mean <= self.deadline
 
+    def _no_time_why(self) -> str:
+        """Why ``_time_for_one_more`` said no, in words."""
+        mean = self.evaluation_s / self.evaluated if self.evaluated else 0.0
+        left = max(0.0, self.deadline - time.perf_counter())
+        return (f"one more design's simulation, at the {mean:.3g} s the earlier ones took on average, would end "
+                f"past the time limit ({left:.3g} s left)")
+
     def _evaluate(self, choice: dict[str, int]) -> Visit:
         t0 = time.perf_counter()
         ev, simulated, payload = self.evaluate(choice)
@@ -182,7 +191,7 @@ class Search:
         while True:
             left = self.deadline - time.perf_counter()
             if left <= 0:
-                return self._stopped(master, solves, bound, stats, cuts)
+                return self._stopped(master, solves, bound, stats, cuts, "the time limit passed")
             # before its first evaluation, keep a tenth of the time to evaluate what the master finds (known
             # visits, a family's, need none)
             integrality = 1e-6 if solver.mip_gap > TIE else TIE_INT
@@ -195,7 +204,7 @@ class Search:
             if stats.bound is not None:
                 bound = stats.bound
             if not stats.has_solution:
-                return self._stopped(master, solves, bound, stats, cuts)
+                return self._stopped(master, solves, bound, stats, cuts, _NO_SOLUTION)
             choice = choice_from(master)
             if _over_budget(master, choice):
                 cuts += 1
@@ -203,7 +212,7 @@ class Search:
             if stats.status != "optimal":  # out of time: evaluate the master's design if it is new, and stop
                 if self.find(choice) is None and (not self.visits or self._time_for_one_more()):
                     self._evaluate(choice)
-                return self._stopped(master, solves, bound, stats, cuts)
+                return self._stopped(master, solves, bound, stats, cuts, "the time limit passed during a master solve")
             T_us = pyo.value(master.model.T)
             added = master.interval_cuts(choice, T_us)
             if added:
@@ -222,7 +231,7 @@ class Search:
             visit = self.find(choice)
             if visit is None:
                 if not self._time_for_one_more():
-                    return self._stopped(master, solves, bound, stats, cuts)
+                    return self._stopped(master, solves, bound, stats, cuts, self._no_time_why())
                 master.add_evaluation(self._evaluate(choice).evaluation)
                 continue
             if T_us < visit.evaluation.period_us * (1 - 1e-6) - 1e-6:
@@ -300,10 +309,11 @@ class Search:
         # they were all still in it
         unevaluated: list[float] = []
         timed_out = False
+        why = "every design within the constraints was simulated or replays as one that was"  # (for the messages)
         while True:
             left = self.deadline - time.perf_counter()
             if left <= 0:
-                timed_out = True
+                timed_out, why = True, "the time limit passed"
                 break
             if self.visits and not master.sized:  # the one design there is has been evaluated
                 remaining = None
@@ -319,7 +329,7 @@ class Search:
             remaining = stats.bound
             unbounded = remaining is None
             if not stats.has_solution:
-                timed_out = True
+                timed_out, why = True, _NO_SOLUTION
                 break
             choice = choice_from(master)
             if _over_budget(master, choice):
@@ -344,10 +354,10 @@ class Search:
                 if not self.visits or self._time_for_one_more():
                     self._exclude(master, self._evaluate(choice), remaining, unevaluated)
                     unbounded = unbounded and bool(master.sized)  # the one design there is: evaluated
-                timed_out = True
+                timed_out, why = True, "the time limit passed during a master solve"
                 break
             if not self._time_for_one_more():
-                timed_out = True
+                timed_out, why = True, self._no_time_why()
                 break
             self._exclude(master, self._evaluate(choice), remaining, unevaluated)
         best = self._best_bounded(master)
@@ -357,12 +367,14 @@ class Search:
         bound = min(lows) if lows and not unbounded else None
         if best is None:
             status = "time_limit" if timed_out else "infeasible"
-            return SearchResult(status, None, None, bound, solves, stats.size if stats else None, stats, cuts)
+            return SearchResult(status, None, None, bound, solves, stats.size if stats else None, stats, cuts,
+                                stopped=why)
         value = _upper(master, best)
         # (the search stops within the MIP gap; "optimal" is within the tie tolerance of the bound only)
         closed = bound is not None and value <= bound * (1 + TIE) + 1e-12
         status = "time_limit" if timed_out and not closed else ("optimal" if closed else "feasible")
-        return SearchResult(status, best, value, bound, solves, stats.size if stats else None, stats, cuts)
+        return SearchResult(status, best, value, bound, solves, stats.size if stats else None, stats, cuts,
+                            stopped=why)
 
     @staticmethod
     def _exclude(master: Master, v: Visit, remaining: float | None, unevaluated: list[float]) -> None:
@@ -386,7 +398,7 @@ class Search:
                                       design_area_mm2(master.engine, v.choice)), default=None)
 
     def _stopped(self, master: Master, solves: int, bound: float | None, stats: SolveStats | None,
-                 cuts: int) -> SearchResult:
+                 cuts: int, why: str) -> SearchResult:
         """The deadline passed: the best evaluated design by the master's objective, and the last bound."""
         size = stats.size if stats is not None else None
         if master.custom:  # a hook's objective: only the master knows its value, at its incumbent
@@ -394,11 +406,11 @@ class Search:
             best = self.find(choice_from(master)) if incumbent else None
             best = best or min(self.visits, key=lambda v: v.evaluation.period_us, default=None)
             return SearchResult("time_limit", best, stats.objective if incumbent else None, bound, solves, size,
-                                stats, cuts)
+                                stats, cuts, stopped=why)
         best = min((v for v in self.visits if _admitted(master, v)), key=lambda v: _objective(master, v),
                    default=None)
         value = _objective(master, best) if best is not None else None
-        return SearchResult("time_limit", best, value, bound, solves, size, stats, cuts)
+        return SearchResult("time_limit", best, value, bound, solves, size, stats, cuts, stopped=why)
 
 
 def _failed(master: Master, stats: SolveStats, deadline: float, enumerable: bool = True) -> bool:
@@ -422,6 +434,7 @@ def _failed(master: Master, stats: SolveStats, deadline: float, enumerable: bool
                       "strain its tolerances")
 
 
+_NO_SOLUTION = "HiGHS found no solution of the master in the time left"
 #: HiGHS's terminations for running out of time (or of its own limits), where no solution is no failure
 _OUT_OF_TIME = ("kTimeLimit", "kIterationLimit", "kInterrupt", "kSolutionLimit")
 

@@ -493,12 +493,22 @@ def run(built: Built) -> SearchResult:
         raise InfeasibleError(_explain_infeasible(search, built.extra))
     if res.visit is None and search.visits and master.time_target_us is not None:
         fastest = min(v.simulated_us for v in search.visits) * TIME_UNIT
-        raise SolverError(f"within the time limit ({limit:g} s) no design was found that meets the iteration-time "
-                          f"target {format_quantity(master.time_target_us * TIME_UNIT, SECONDS)} (the fastest "
-                          f"simulated: {format_quantity(fastest, SECONDS)}); not proven infeasible: raise the time "
-                          "limit (--time-limit)")
+        target = format_quantity(master.time_target_us * TIME_UNIT, SECONDS)
+        if res.status == "infeasible":  # order: optimize, the master out of designs: each simulated, or covered
+            least = min(v.evaluation.period_us for v in search.visits) * TIME_UNIT
+            raise SolverError(f"no design and order found that meet the iteration-time target {target}: "
+                              f"{res.stopped} ({search.evaluated} simulated) under the orders the search tries, "
+                              f"the fastest {format_quantity(fastest, SECONDS)}; not proven infeasible: the orders are "
+                              f"heuristics', and the proven any-order bounds go down to "
+                              f"{format_quantity(least, SECONDS)}")
+        elapsed = time.perf_counter() - built.started
+        raise SolverError(f"no design was found that meets the iteration-time target {target} (the fastest "
+                          f"simulated: {format_quantity(fastest, SECONDS)}) before the search stopped after "
+                          f"{elapsed:.3g} s of its {limit:g} s: {res.stopped}; not proven infeasible: raise the "
+                          "time limit (--time-limit)")
     if res.visit is None and not (built.optimize and search.visits):
-        raise SolverError(f"no design was evaluated within the time limit ({limit:g} s)"
+        raise SolverError(f"no design was evaluated within the time limit ({limit:g} s; the search stopped after "
+                          f"{time.perf_counter() - built.started:.3g} s: {res.stopped or 'no reason recorded'})"
                           + (f"; the best possible period is at least {format_quantity(res.bound * TIME_UNIT, SECONDS)}"
                              if res.bound is not None and master.objective == "iteration_time" else "")
                           + "; raise it (--time-limit)")
