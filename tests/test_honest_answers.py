@@ -156,3 +156,25 @@ def test_an_optimize_search_out_of_designs_says_so_not_the_time_limit(tmp_path):
     assert "time limit" not in msg and "every design within the constraints was simulated" in msg
     assert "not proven infeasible" in msg
 
+
+
+# ---------------------------------------------------------------- a compute order not proven best
+
+
+def test_a_list_scheduled_compute_order_is_not_called_optimal(tmp_path, monkeypatch):
+    # B (10 us) free, A (1 us) releases an all-reduce D awaits: the list schedule's order is not proven best, so
+    # the bound must hold for every legal order, and the words must say what gap that leaves
+    from test_chakra import _hand, _topological_orders
+
+    from codesign.milp import compute_order as CO
+    path = _hand(tmp_path)
+    monkeypatch.setattr(CO, "MAX_PAIRS", 0)
+    s = solve(load_problem(path))
+    assert any("not proven best" in n for n in s.notes)
+    _check_words(s)
+    p = load_problem(path)
+    design = design_of(p.engine, s.choice)
+    graph = p.workload.task_graph
+    every = [simulate(CO.with_compute_order(p, order=o)[0], design).period_s
+             for o in _topological_orders(graph.preds)]
+    assert s.bound_s <= min(every) * (1 + 1e-12)

@@ -438,6 +438,7 @@ class Built:
     started: float
     family: Family | None = None
     compute_order: tuple[int, ...] | None = None  # a task graph's, as chosen (milp/compute_order.py)
+    compute_status: str | None = None  # how it was chosen (``ComputeOrder.status``)
 
     @property
     def model(self) -> pyo.ConcreteModel:
@@ -480,7 +481,8 @@ def build(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
         raise SolverError(f"the time limit ({limit:g} s) passed before the search could start (loading the problem "
                           f"took {time.perf_counter() - t0:.2f} s); raise it (--time-limit)")
     master = family.master(md, search) if family is not None else search.master(extra=extra)
-    return Built(problem, md, search, master, extra, limit, t0, family, order.order if order else None)
+    return Built(problem, md, search, master, extra, limit, t0, family, order.order if order else None,
+                 order.status if order else None)
 
 
 def run(built: Built) -> SearchResult:
@@ -535,10 +537,36 @@ def assign(built: Built, res: SearchResult, *, diagnose: bool = False, duals: bo
         built.family.remember(built.problem, sol)
     if built.compute_order is not None:
         sol = dataclasses.replace(sol, compute_order=built.compute_order)
+    if built.compute_status in ("heuristic", "feasible"):
+        sol = _unproven_order(built, sol)
     if duals:
         from .shadow import platform_duals
         sol = dataclasses.replace(sol, duals=platform_duals(built.problem, sol))
     return sol
+
+
+def _unproven_order(built: Built, sol: Solution) -> Solution:
+    """A solution whose task graph runs a compute order not proven best (a list schedule's, or the order MILP
+    stopped by its time limit): the design search proves its answer for that order only. Minimizing time,
+    the bound becomes one for every compute order too: the resource loads (``schedule/bounds.py``: sums
+    over the tasks, the same in any order) at each resource's largest option, which no design undercuts;
+    the gap is what that leaves. Otherwise "optimal" stands for that order only and becomes "feasible"."""
+    p = built.problem
+    how = "a list schedule's" if built.compute_status == "heuristic" else "the order MILP's best in its time"
+    if sol.objective_kind != "iteration_time" or sol.bound_s is None:
+        status = "feasible" if sol.status == "optimal" else sol.status
+        return dataclasses.replace(sol, status=status, notes=(*sol.notes, (
+            f"the compute order is {how}, not proven best: the answer is proven for that order only")))
+    from ..schedule.bounds import lower_bound
+    largest = {r: max(range(len(opts)), key=lambda o: opts[o].value) for r, opts in built.md.space.items()}
+    any_order = lower_bound(at_design(p, largest), design_of(p.engine, largest)).bound_s
+    bound = min(sol.bound_s, any_order)
+    gap = _gap(sol.iteration_time_s, bound)
+    status = "feasible" if sol.status == "optimal" and gap > TIE else sol.status
+    return dataclasses.replace(sol, status=status, bound_s=bound, objective_bound=bound, gap=gap, notes=(
+        *sol.notes, f"the compute order is {how}, not proven best; under any compute order no design replays "
+        f"faster than {format_quantity(bound, SECONDS)} (proven: the resource loads at the largest options), "
+        f"{100 * gap:.2f}% below the answer"))
 
 
 def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None,
