@@ -9,6 +9,7 @@ Time coefficients are in the model's time unit (TIME_UNIT seconds): HiGHS's tole
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from ..platform.costs import CollectiveDemands, collective_demands, compute_time_terms, phase_demand, resource_time
@@ -169,9 +170,28 @@ def check_ranges(md: ModelData, unusable: set[tuple[str, int]] = frozenset()) ->
             for t in md.phase_terms(k, i):
                 for o, us in enumerate(t.coeffs):
                     if too_long(us):
-                        raise SpecError(f"a chunk of {name} takes {us * TIME_UNIT:.3g} s on this option; codesign "
-                                        f"holds tasks up to {MAX_TASK_US * TIME_UNIT:.3g} s",
-                                        path=f"engine.{t.resource}[{o}]", **where)
+                        path, at = _blamed(p, t, o)
+                        raise SpecError(f"a chunk of {name} takes {us * TIME_UNIT:.3g} s {at}; codesign holds tasks "
+                                        f"up to {MAX_TASK_US * TIME_UNIT:.3g} s", path=path, **where)
+
+
+def _blamed(p: Problem, t: Term, o: int) -> tuple[str, str]:
+    """The key path to name for an endpoint term too long at option o, and where it is too long: the NPU
+    figure the pool's rate is a share of (``npu.hbm_bandwidth`` for the baseline's HBM share) where every
+    option is too long, else the option (``engine.alu`` when the resource has one value, as the file then
+    writes it)."""
+    r = engine_kind(p.engine.kind).resource(t.resource)
+    opts = p.engine.options(t.resource)
+    if all(not us <= MAX_TASK_US for us in t.coeffs):
+        npu, value = p.npu, opts[o].value
+        for f in dataclasses.fields(npu):
+            v = getattr(npu, f.name)
+            if isinstance(v, float) and r.capacity(value, dataclasses.replace(npu, **{f.name: 2 * v + 1})) != \
+                    r.capacity(value, npu):
+                return f"npu.{f.name}", f"at every {r.label} option"
+    if len(opts) > 1:
+        return f"engine.{t.resource}[{o}]", "on this option"
+    return f"engine.{t.resource}", "at this value"
 
 
 def model_data(problem: Problem) -> ModelData:

@@ -632,9 +632,11 @@ class CompiledModel:
         cols = {self._column(v): c for v, c in summed.values() if c}
         return float(const), cols
 
-    def solve(self, spec: SolverSpec, time_limit_s: float, gap: float | None = None) -> SolveStats:
+    def solve(self, spec: SolverSpec, time_limit_s: float, gap: float | None = None,
+              integrality: float = 1e-6) -> SolveStats:
         """Run HiGHS; load the incumbent into the Pyomo variables. Statuses as ``solve_model``'s. ``gap``: the
-        relative MIP gap (None: the problem's).
+        relative MIP gap (None: the problem's). ``integrality``: how far from 0 or 1 HiGHS may take a binary
+        (HiGHS's default 1e-6; times a big-M of 1,600 us, 1.6e-3 us of slack in an evaluation cut).
 
         The incumbent of the run before, if any, is HiGHS's start (``setSolution``). The design master is
         re-solved with a cut or a changed objective each time, so the last design is often the answer or
@@ -657,6 +659,7 @@ class CompiledModel:
             set_time_limit(h, left, lp=not integer)
         limit(float(time_limit_s))
         h.setOptionValue("mip_rel_gap", float(spec.mip_gap if gap is None else gap))
+        h.setOptionValue("mip_feasibility_tolerance", float(integrality))
         h.setOptionValue("threads", int(spec.threads))
         h.setOptionValue("presolve", "on" if spec.presolve else "off")
         for name, value in HEURISTICS.items():

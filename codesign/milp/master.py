@@ -384,6 +384,23 @@ class Master:
             return None
         return float(self._floors()[d])
 
+    def design_floors(self, deadline: float) -> tuple[list[dict[str, int]], np.ndarray] | None:
+        """The designs the master admits (within the budgets, not cut off, their floor LP not proven
+        infeasible) with their floors (us; ``_floors``, computed until ``deadline``, 0 where not yet): a
+        lower bound on the period of each, from the master's rows alone, without HiGHS's branch and bound.
+        None where the master has no design columns (nothing to size, or more designs than
+        ``DESIGN_COLUMNS_MAX``)."""
+        if self.designs is None:
+            return None
+        self.compile()
+        self._refloor(deadline)
+        floors = self._floors()
+        ok = self.fits & ~self.excluded & self._open() & (floors < np.inf)
+        if self.time_target_us is not None:
+            ok &= floors <= self.time_target_us * (1 + 1e-9)
+        idx = np.flatnonzero(ok)
+        return [self._design_choice(int(d)) for d in idx], floors[idx]
+
     def _open(self) -> np.ndarray:
         """Per design, whether its column is open: not held at 0 by its bound (over a budget, dead, or a hook's
         ``setub(0)``) nor fixed (a hook's ``fix(0)``)."""
@@ -591,13 +608,14 @@ class Master:
             self.compiled = CompiledModel(self.model, structural=list(z.values()) if z is not None else ())
         return self.compiled
 
-    def solve(self, spec: SolverSpec, time_limit_s: float) -> SolveStats:
-        """Solve the master with HiGHS (compiled on the first call, after any hook changed the model)."""
+    def solve(self, spec: SolverSpec, time_limit_s: float, integrality: float = 1e-6) -> SolveStats:
+        """Solve the master with HiGHS (compiled on the first call, after any hook changed the model);
+        ``integrality``: ``CompiledModel.solve``'s."""
         self.compile()
         t0 = time.perf_counter()
         self._refloor(t0 + 0.5 * time_limit_s)  # the floors take at most half the time
         self._start_at_best(self.compiled.cost, self.time_target_us)
-        return self.compiled.solve(spec, time_limit_s - (time.perf_counter() - t0))
+        return self.compiled.solve(spec, time_limit_s - (time.perf_counter() - t0), integrality=integrality)
 
     def _start_at_best(self, cost: np.ndarray, cap_us: float | None) -> None:
         """Start HiGHS's next run at the design whose completion (its floor LP's solution, T raised to its
@@ -735,7 +753,7 @@ class Master:
                 return f"{name}: the new problem sets it and the built one does not, or the reverse"
         return None
 
-    def smallest_at(self, spec: SolverSpec, T_us: float, time_limit_s: float) -> bool:
+    def smallest_at(self, spec: SolverSpec, T_us: float, time_limit_s: float, integrality: float = 1e-6) -> bool:
         """Among the designs the master admits at period ``T_us``, load the one of least area plus network
         cost (the smallest endpoint and network) into the model's variables (False if HiGHS found none in
         time): the design to evaluate when several tie on the bound, so that its plateau covers the larger
@@ -762,7 +780,7 @@ class Master:
                 c.h.changeColsBounds(len(above), above, np.zeros(len(above)), np.zeros(len(above)))
             self._start_at_best(c.cost, T_us + 1e-9)
         try:
-            return c.solve(spec, time_limit_s, gap=0.0).has_solution
+            return c.solve(spec, time_limit_s, gap=0.0, integrality=integrality).has_solution
         finally:
             c.pop_row()
             c.set_objective(m.obj.expr, m.obj.sense == pyo.minimize)

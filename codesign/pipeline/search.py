@@ -45,6 +45,7 @@ def network_cost(problem: Problem, choice: dict[str, int]) -> float:
 
 Extra = Callable[[pyo.ConcreteModel, Problem], None]
 TIE = 1e-7  # relative: periods this close tie, and the least area decides
+TIE_INT = 1e-9  # how far from 0 or 1 a binary may be when the search closes a gap to TIE (``Search.run``)
 #: Evaluate one design: (the evaluation whose period the cut carries, the best simulated period in us,
 #: whatever the caller wants kept with the visit).
 Evaluator = Callable[[dict[str, int]], tuple[Evaluation, float, Any]]
@@ -77,6 +78,10 @@ class SearchResult:
     size: ModelSize | None
     stats: SolveStats | None = None
     cuts: int = 0
+    #: True: HiGHS failed on the master and the search went on without it (``Search._enumerate``)
+    enumerated: bool = False
+    #: what ended the search, in words ("the time limit passed", ...; empty: the master settled)
+    stopped: str = ""
 
     @property
     def gap(self) -> float | None:
@@ -137,6 +142,13 @@ class Search:
         mean = self.evaluation_s / self.evaluated if self.evaluated else 0.0
         return time.perf_counter() + mean <= self.deadline
 
+    def _no_time_why(self) -> str:
+        """Why ``_time_for_one_more`` said no, in words."""
+        mean = self.evaluation_s / self.evaluated if self.evaluated else 0.0
+        left = max(0.0, self.deadline - time.perf_counter())
+        return (f"one more design's simulation, at the {mean:.3g} s the earlier ones took on average, would end "
+                f"past the time limit ({left:.3g} s left)")
+
     def _evaluate(self, choice: dict[str, int]) -> Visit:
         t0 = time.perf_counter()
         ev, simulated, payload = self.evaluate(choice)
@@ -146,7 +158,14 @@ class Search:
         return visit
 
     def find(self, choice: dict[str, int]) -> Visit | None:
-        return next((v for v in self.visits if covers(v.evaluation, choice, self.md.space)), None)
+        """The visit that evaluates ``choice``: the first that covers it (its own, or a smaller design's on
+        whose plateau it lies), unless its own evaluation is faster than that one by more than TIE (a plateau
+        holds to the simulator's rounding, not always to TIE: a larger HBM share can be 5e-7 faster)."""
+        first = next((v for v in self.visits if covers(v.evaluation, choice, self.md.space)), None)
+        if first is None or first.choice == choice:
+            return first
+        own = next((v for v in self.visits if v.choice == choice), None)
+        return own if own is not None and own.simulated_us < first.simulated_us * (1 - TIE) else first
 
     def master(self, *, objective: str | None = None, time_target_s: float | None = None,
                extra: Extra | None = None) -> Master:
@@ -172,17 +191,20 @@ class Search:
         while True:
             left = self.deadline - time.perf_counter()
             if left <= 0:
-                return self._stopped(master, solves, bound, stats, cuts)
+                return self._stopped(master, solves, bound, stats, cuts, "the time limit passed")
             # before its first evaluation, keep a tenth of the time to evaluate what the master finds (known
             # visits, a family's, need none)
-            stats = master.solve(solver, left if self.evaluated else 0.9 * left)
+            integrality = 1e-6 if solver.mip_gap > TIE else TIE_INT
+            stats = master.solve(solver, left if self.evaluated else 0.9 * left, integrality)
             solves += 1
+            if _failed(master, stats, self.deadline):
+                return self._enumerate(master, solves, stats, cuts)
             if stats.status == "infeasible":
                 return SearchResult("infeasible", None, None, None, solves, stats.size, stats, cuts)
             if stats.bound is not None:
                 bound = stats.bound
             if not stats.has_solution:
-                return self._stopped(master, solves, bound, stats, cuts)
+                return self._stopped(master, solves, bound, stats, cuts, _NO_SOLUTION)
             choice = choice_from(master)
             if _over_budget(master, choice):
                 cuts += 1
@@ -190,7 +212,7 @@ class Search:
             if stats.status != "optimal":  # out of time: evaluate the master's design if it is new, and stop
                 if self.find(choice) is None and (not self.visits or self._time_for_one_more()):
                     self._evaluate(choice)
-                return self._stopped(master, solves, bound, stats, cuts)
+                return self._stopped(master, solves, bound, stats, cuts, "the time limit passed during a master solve")
             T_us = pyo.value(master.model.T)
             added = master.interval_cuts(choice, T_us)
             if added:
@@ -200,7 +222,8 @@ class Search:
             if master.objective == "iteration_time" and not master.custom and master.sized and not deferred:
                 # several designs may tie on the bound: take the smallest, whose plateau covers the rest
                 # (and which, once evaluated at the optimum, is the least-area optimal design)
-                if master.smallest_at(solver, T_us * (1 + TIE), max(0.01, self.deadline - time.perf_counter())):
+                if master.smallest_at(solver, T_us * (1 + TIE), max(0.01, self.deadline - time.perf_counter()),
+                                      integrality):
                     choice = choice_from(master)
                     if _over_budget(master, choice):
                         cuts += 1
@@ -208,14 +231,61 @@ class Search:
             visit = self.find(choice)
             if visit is None:
                 if not self._time_for_one_more():
-                    return self._stopped(master, solves, bound, stats, cuts)
+                    return self._stopped(master, solves, bound, stats, cuts, self._no_time_why())
                 master.add_evaluation(self._evaluate(choice).evaluation)
                 continue
             if T_us < visit.evaluation.period_us * (1 - 1e-6) - 1e-6:
                 raise SolverError(f"the master's period {T_us:.6g} us is below its evaluated design's "
                                   f"{visit.evaluation.period_us:.6g} us: an evaluation cut did not hold")
             status = "optimal" if stats.status == "optimal" else "time_limit"
+            if (status == "optimal" and not master.custom and stats.bound is not None
+                    and _objective(master, visit) - stats.bound > TIE * abs(_objective(master, visit))):
+                # optimal within the MIP gap is not within the tie tolerance of what is reported (the design's
+                # simulated value against the bound): evaluate the master's design itself if a plateau stood
+                # for it, else solve again with the gap at TIE and binaries within TIE_INT of 0 or 1 (HiGHS's
+                # 1e-6, times an evaluation cut's big-M, let T sit 5e-7 below a design's evaluation), which
+                # proves the answer or finds a better one
+                if visit.choice != choice and not any(v.choice == choice for v in self.visits):
+                    if self._time_for_one_more():
+                        master.add_evaluation(self._evaluate(choice).evaluation)
+                        continue
+                elif solver.mip_gap > TIE:
+                    solver = dataclasses.replace(solver, mip_gap=TIE)
+                    continue
+                status = "feasible"  # (the gap, above TIE, is reported)
             return SearchResult(status, visit, stats.objective, stats.bound, solves, stats.size, stats, cuts)
+
+    def _enumerate(self, master: Master, solves: int, stats: SolveStats, cuts: int) -> SearchResult:
+        """The search without HiGHS's branch and bound, where HiGHS failed on the master (``_failed``):
+        the designs the master admits, each with its floor (``Master.design_floors``: a lower bound from
+        the master's rows at that design), evaluated in order of floor until the best evaluated design is
+        within ``TIE`` of every floor not yet evaluated (ties within TIE go to the least area, as
+        ``smallest_at`` takes them). Infeasible only if the master admits no design; ``time_limit`` when
+        the deadline comes first. Minimizing time with exact evaluations only (``_failed`` says so)."""
+        eng = self.md.engine
+        while True:
+            # (``_failed`` enumerates only a master that lists its designs, or has one design: floor 0)
+            listed = master.design_floors(self.deadline)
+            choices, floors = listed if listed is not None else ([{r: 0 for r in master.space}], [0.0])
+            if not choices:
+                return SearchResult("infeasible", None, None, None, solves, stats.size, stats, cuts, True)
+            found = [self.find(c) for c in choices]
+            best = min((v for v in found if v is not None), default=None,
+                       key=lambda v: (v.simulated_us, design_area_mm2(eng, v.choice)))
+            left = [(float(f), design_area_mm2(eng, c), c) for c, f, v in zip(choices, floors, found) if v is None]
+            low = min((f for f, _, _ in left), default=float("inf"))
+            bound = min(low, best.simulated_us) if best is not None else low
+            if best is not None and best.simulated_us <= low * (1 + TIE):
+                area = design_area_mm2(eng, best.choice)
+                left = [x for x in left if x[0] <= best.simulated_us * (1 + TIE) and x[1] < area]
+                if not left:
+                    return SearchResult("optimal", best, best.simulated_us, bound, solves, stats.size, stats, cuts,
+                                        True)
+            if time.perf_counter() >= self.deadline or (self.evaluated and not self._time_for_one_more()):
+                value = best.simulated_us if best is not None else None
+                return SearchResult("time_limit", best, value, bound, solves, stats.size, stats, cuts, True)
+            _, _, choice = min(left, key=lambda x: (x[0], x[1]))
+            master.add_evaluation(self._evaluate(choice).evaluation)
 
     def _run_bounded(self, master: Master) -> SearchResult:
         """The search when an evaluation only brackets a design (the best order found above, a bound for
@@ -239,10 +309,11 @@ class Search:
         # they were all still in it
         unevaluated: list[float] = []
         timed_out = False
+        why = "every design within the constraints was simulated or replays as one that was"  # (for the messages)
         while True:
             left = self.deadline - time.perf_counter()
             if left <= 0:
-                timed_out = True
+                timed_out, why = True, "the time limit passed"
                 break
             if self.visits and not master.sized:  # the one design there is has been evaluated
                 remaining = None
@@ -250,6 +321,7 @@ class Search:
                 break
             stats = master.solve(solver, left if self.visits else 0.9 * left)
             solves += 1
+            _failed(master, stats, self.deadline, enumerable=False)  # (raises where HiGHS failed)
             if stats.status == "infeasible":
                 remaining = None
                 unbounded = False
@@ -257,7 +329,7 @@ class Search:
             remaining = stats.bound
             unbounded = remaining is None
             if not stats.has_solution:
-                timed_out = True
+                timed_out, why = True, _NO_SOLUTION
                 break
             choice = choice_from(master)
             if _over_budget(master, choice):
@@ -282,10 +354,10 @@ class Search:
                 if not self.visits or self._time_for_one_more():
                     self._exclude(master, self._evaluate(choice), remaining, unevaluated)
                     unbounded = unbounded and bool(master.sized)  # the one design there is: evaluated
-                timed_out = True
+                timed_out, why = True, "the time limit passed during a master solve"
                 break
             if not self._time_for_one_more():
-                timed_out = True
+                timed_out, why = True, self._no_time_why()
                 break
             self._exclude(master, self._evaluate(choice), remaining, unevaluated)
         best = self._best_bounded(master)
@@ -295,11 +367,14 @@ class Search:
         bound = min(lows) if lows and not unbounded else None
         if best is None:
             status = "time_limit" if timed_out else "infeasible"
-            return SearchResult(status, None, None, bound, solves, stats.size if stats else None, stats, cuts)
+            return SearchResult(status, None, None, bound, solves, stats.size if stats else None, stats, cuts,
+                                stopped=why)
         value = _upper(master, best)
-        closed = bound is not None and value <= bound * (1 + gap) + 1e-12
+        # (the search stops within the MIP gap; "optimal" is within the tie tolerance of the bound only)
+        closed = bound is not None and value <= bound * (1 + TIE) + 1e-12
         status = "time_limit" if timed_out and not closed else ("optimal" if closed else "feasible")
-        return SearchResult(status, best, value, bound, solves, stats.size if stats else None, stats, cuts)
+        return SearchResult(status, best, value, bound, solves, stats.size if stats else None, stats, cuts,
+                            stopped=why)
 
     @staticmethod
     def _exclude(master: Master, v: Visit, remaining: float | None, unevaluated: list[float]) -> None:
@@ -323,7 +398,7 @@ class Search:
                                       design_area_mm2(master.engine, v.choice)), default=None)
 
     def _stopped(self, master: Master, solves: int, bound: float | None, stats: SolveStats | None,
-                 cuts: int) -> SearchResult:
+                 cuts: int, why: str) -> SearchResult:
         """The deadline passed: the best evaluated design by the master's objective, and the last bound."""
         size = stats.size if stats is not None else None
         if master.custom:  # a hook's objective: only the master knows its value, at its incumbent
@@ -331,11 +406,37 @@ class Search:
             best = self.find(choice_from(master)) if incumbent else None
             best = best or min(self.visits, key=lambda v: v.evaluation.period_us, default=None)
             return SearchResult("time_limit", best, stats.objective if incumbent else None, bound, solves, size,
-                                stats, cuts)
+                                stats, cuts, stopped=why)
         best = min((v for v in self.visits if _admitted(master, v)), key=lambda v: _objective(master, v),
                    default=None)
         value = _objective(master, best) if best is not None else None
-        return SearchResult("time_limit", best, value, bound, solves, size, stats, cuts)
+        return SearchResult("time_limit", best, value, bound, solves, size, stats, cuts, stopped=why)
+
+
+def _failed(master: Master, stats: SolveStats, deadline: float, enumerable: bool = True) -> bool:
+    """Whether HiGHS failed on the master rather than answered it: it claims the master infeasible while
+    the master admits a design whose floor LP is feasible (``Master.design_floors``), or it stopped with
+    no solution, not for the time. Periods of hours in microseconds beside nanosecond latencies put
+    HiGHS's absolute tolerances out of reach (a 20 MB/s network: big-M rows of 1e9 us). Raises
+    SolverError where the search cannot go on without HiGHS (``Search._enumerate``'s conditions;
+    ``enumerable`` False: exact evaluations are not to be had, ``order: optimize``)."""
+    if stats.has_solution or stats.termination in _OUT_OF_TIME or time.perf_counter() >= deadline:
+        return False
+    listed = master.design_floors(deadline) if stats.status == "infeasible" else None
+    if stats.status == "infeasible" and (listed is None or not listed[0]):
+        return False  # proven as far as the master's own rows say
+    if enumerable and master.objective == "iteration_time" and not master.custom and (
+            not master.sized or master.designs is not None):
+        return True
+    raise SolverError(f"HiGHS failed on the master MILP ({stats.termination}"
+                      + (", though a design satisfies its rows" if stats.status == "infeasible" else "")
+                      + "): not proven infeasible; periods far from microseconds to hours (a unit wrong?) "
+                      "strain its tolerances")
+
+
+_NO_SOLUTION = "HiGHS found no solution of the master in the time left"
+#: HiGHS's terminations for running out of time (or of its own limits), where no solution is no failure
+_OUT_OF_TIME = ("kTimeLimit", "kIterationLimit", "kInterrupt", "kSolutionLimit")
 
 
 def _over_budget(master: Master, choice: dict[str, int]) -> bool:

@@ -75,27 +75,27 @@ class NetworkChoice:
 class Solution:
     """The answer to one problem, about the platform as the simulator runs it.
 
-    ``status``: optimal (no design within the constraints does better in the simulator, within the MIP
-    gap) | time_limit (the best design found; see gap) | feasible (``order: optimize``: the orders tried
-    leave a gap to the proven bound) . ``iteration_time_s``: the chosen design's simulated steady-state
-    period under its order (the problem's policy, or ``priority``). ``bound_s`` (minimizing iteration
-    time): a proven lower bound on the simulated period of every design within the constraints (with
-    ``order: optimize``, under every order). ``objective``/``objective_bound``: in the objective's unit
-    (s, mm^2, W, or an extra hook's). ``compute_time_s``/``exposed_comm_s``: simulated compute per
-    iteration (slowed where communication took cores or HBM bandwidth) and the rest of the period;
-    ``comm_time_s``: the collectives' spans (first chunk in to last chunk out), summed. ``schedule``: one
-    steady-state iteration as simulated. ``order``: its collectives in the order their first chunk started.
-    ``evaluations``/``master_solves``: designs the simulator evaluated, solves of the master MILP (of
-    size ``model``). ``any_order_bound_s``: a proven lower bound on the chosen design's simulated period
-    under any network order (None where the solve was asked not to compute it: a sweep's points).
-    ``order_comparison`` (``order: optimize``): the simulated period (s) of each order tried at the chosen
-    design. ``priority``: the dispatch priorities replayed (collectives highest
-    first, as ``sim.replay.simulate`` takes them), or None for the policy. ``sim``: the replay itself.
-    ``compute_order``: a task graph's (a Chakra trace's) compute order as the solve chose it, the tasks'
-    indices first to last (``milp/compute_order.py``); replays and prices of this solution run it.
-    ``duals`` (when ``pipeline.solve.assign`` was asked for them): the constraint duals of the platform LP
-    at this design and order (``milp/platform.py``; microseconds of period per microsecond of right-hand
-    side, by constraint name), from which ``shadow_prices`` prices every resource.
+    ``status``: optimal (no design within the constraints does better in the simulator, within the tie tolerance
+    ``search.TIE`` of the bound) | time_limit (the best design found; see gap) | feasible (a gap above the tie
+    tolerance is left: with ``order: optimize``, the orders tried do not reach the proven bound). ``gap``:
+    (objective - objective_bound) / objective, of the numbers reported. ``iteration_time_s``: the chosen design's
+    simulated steady-state period under its order (the problem's policy, or ``priority``). ``bound_s`` (minimizing
+    iteration time): a proven lower bound on the simulated period of every design within the constraints (with
+    ``order: optimize``, under every order). ``objective``/``objective_bound``: in the objective's unit (s, mm^2, W,
+    or an extra hook's). ``compute_time_s``/``exposed_comm_s``: simulated compute per iteration (slowed where
+    communication took cores or HBM bandwidth) and the rest of the period; ``comm_time_s``: the collectives' spans
+    (first chunk in to last chunk out), summed. ``schedule``: one steady-state iteration as simulated. ``order``:
+    its collectives in the order their first chunk started. ``evaluations``/``master_solves``: designs the simulator
+    evaluated, solves of the master MILP (of size ``model``). ``any_order_bound_s``: a proven lower bound on the
+    chosen design's simulated period under any network order (None where the solve was asked not to compute it: a
+    sweep's points). ``order_comparison`` (``order: optimize``): the simulated period (s) of each order tried at the
+    chosen design. ``priority``: the dispatch priorities replayed (collectives highest first, as
+    ``sim.replay.simulate`` takes them), or None for the policy. ``sim``: the replay itself. ``compute_order``: a
+    task graph's (a Chakra trace's) compute order as the solve chose it, the tasks' indices first to last
+    (``milp/compute_order.py``); replays and prices of this solution run it. ``duals`` (when
+    ``pipeline.solve.assign`` was asked for them): the constraint duals of the platform LP at this design and order
+    (``milp/platform.py``; microseconds of period per microsecond of right-hand side, by constraint name), from
+    which ``shadow_prices`` prices every resource.
     """
 
     problem: str

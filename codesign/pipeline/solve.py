@@ -150,16 +150,29 @@ def precheck(p: Problem) -> None:
     """Budgets no configuration can meet, said in the user's terms before any solve."""
     e = p.engine
     if e.area_budget_mm2 is not None and e.min_area_mm2() > e.area_budget_mm2 + 1e-12:
-        raise InfeasibleError(f"area budget {e.area_budget_mm2:g} mm^2 < smallest configuration "
-                              f"{e.min_area_mm2():g} mm^2 (short by {e.min_area_mm2() - e.area_budget_mm2:g} mm^2)")
+        budget, least = _apart(e.area_budget_mm2, e.min_area_mm2())
+        raise InfeasibleError(f"area budget {budget} mm^2 < smallest configuration {least} mm^2 "
+                              f"(short by {e.min_area_mm2() - e.area_budget_mm2:g} mm^2)")
     if e.power_budget_w is not None and e.min_power_w() > e.power_budget_w + 1e-12:
-        raise InfeasibleError(f"power budget {e.power_budget_w:g} W < smallest configuration "
-                              f"{e.min_power_w():g} W (short by {e.min_power_w() - e.power_budget_w:g} W)")
+        budget, least = _apart(e.power_budget_w, e.min_power_w())
+        raise InfeasibleError(f"power budget {budget} W < smallest configuration {least} W "
+                              f"(short by {e.min_power_w() - e.power_budget_w:g} W)")
     net = p.network
     if net is not None and net.budget is not None and not within(net.min_cost(p.topology), net.budget):
         least = net.min_cost(p.topology)
-        raise InfeasibleError(f"network cost budget {net.budget:g} {net.unit} < cheapest network {least:g} {net.unit} "
+        budget, cheapest = _apart(net.budget, least)
+        raise InfeasibleError(f"network cost budget {budget} {net.unit} < cheapest network {cheapest} {net.unit} "
                               f"(short by {least - net.budget:g} {net.unit})")
+
+
+def _apart(a: float, b: float) -> tuple[str, str]:
+    """``a`` and ``b`` with the fewest significant digits (6 at least) that tell them apart: a budget 1e-7
+    below the smallest design is "0.7499999 < 0.75", not "0.75 < 0.75"."""
+    for digits in range(6, 18):
+        x, y = f"{a:.{digits}g}", f"{b:.{digits}g}"
+        if x != y:
+            return x, y
+    return repr(a), repr(b)
 
 
 def _budgetless(p: Problem) -> Problem:
@@ -425,6 +438,7 @@ class Built:
     started: float
     family: Family | None = None
     compute_order: tuple[int, ...] | None = None  # a task graph's, as chosen (milp/compute_order.py)
+    compute_status: str | None = None  # how it was chosen (``ComputeOrder.status``)
 
     @property
     def model(self) -> pyo.ConcreteModel:
@@ -467,7 +481,8 @@ def build(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
         raise SolverError(f"the time limit ({limit:g} s) passed before the search could start (loading the problem "
                           f"took {time.perf_counter() - t0:.2f} s); raise it (--time-limit)")
     master = family.master(md, search) if family is not None else search.master(extra=extra)
-    return Built(problem, md, search, master, extra, limit, t0, family, order.order if order else None)
+    return Built(problem, md, search, master, extra, limit, t0, family, order.order if order else None,
+                 order.status if order else None)
 
 
 def run(built: Built) -> SearchResult:
@@ -480,12 +495,22 @@ def run(built: Built) -> SearchResult:
         raise InfeasibleError(_explain_infeasible(search, built.extra))
     if res.visit is None and search.visits and master.time_target_us is not None:
         fastest = min(v.simulated_us for v in search.visits) * TIME_UNIT
-        raise SolverError(f"within the time limit ({limit:g} s) no design was found that meets the iteration-time "
-                          f"target {format_quantity(master.time_target_us * TIME_UNIT, SECONDS)} (the fastest "
-                          f"simulated: {format_quantity(fastest, SECONDS)}); not proven infeasible: raise the time "
-                          "limit (--time-limit)")
+        target = format_quantity(master.time_target_us * TIME_UNIT, SECONDS)
+        if res.status == "infeasible":  # order: optimize, the master out of designs: each simulated, or covered
+            least = min(v.evaluation.period_us for v in search.visits) * TIME_UNIT
+            raise SolverError(f"no design and order found that meet the iteration-time target {target}: "
+                              f"{res.stopped} ({search.evaluated} simulated) under the orders the search tries, "
+                              f"the fastest {format_quantity(fastest, SECONDS)}; not proven infeasible: the orders are "
+                              f"heuristics', and the proven any-order bounds go down to "
+                              f"{format_quantity(least, SECONDS)}")
+        elapsed = time.perf_counter() - built.started
+        raise SolverError(f"no design was found that meets the iteration-time target {target} (the fastest "
+                          f"simulated: {format_quantity(fastest, SECONDS)}) before the search stopped after "
+                          f"{elapsed:.3g} s of its {limit:g} s: {res.stopped}; not proven infeasible: raise the "
+                          "time limit (--time-limit)")
     if res.visit is None and not (built.optimize and search.visits):
-        raise SolverError(f"no design was evaluated within the time limit ({limit:g} s)"
+        raise SolverError(f"no design was evaluated within the time limit ({limit:g} s; the search stopped after "
+                          f"{time.perf_counter() - built.started:.3g} s: {res.stopped or 'no reason recorded'})"
                           + (f"; the best possible period is at least {format_quantity(res.bound * TIME_UNIT, SECONDS)}"
                              if res.bound is not None and master.objective == "iteration_time" else "")
                           + "; raise it (--time-limit)")
@@ -512,10 +537,36 @@ def assign(built: Built, res: SearchResult, *, diagnose: bool = False, duals: bo
         built.family.remember(built.problem, sol)
     if built.compute_order is not None:
         sol = dataclasses.replace(sol, compute_order=built.compute_order)
+    if built.compute_status in ("heuristic", "feasible"):
+        sol = _unproven_order(built, sol)
     if duals:
         from .shadow import platform_duals
         sol = dataclasses.replace(sol, duals=platform_duals(built.problem, sol))
     return sol
+
+
+def _unproven_order(built: Built, sol: Solution) -> Solution:
+    """A solution whose task graph runs a compute order not proven best (a list schedule's, or the order MILP
+    stopped by its time limit): the design search proves its answer for that order only. Minimizing time,
+    the bound becomes one for every compute order too: the resource loads (``schedule/bounds.py``: sums
+    over the tasks, the same in any order) at each resource's largest option, which no design undercuts;
+    the gap is what that leaves. Otherwise "optimal" stands for that order only and becomes "feasible"."""
+    p = built.problem
+    how = "a list schedule's" if built.compute_status == "heuristic" else "the order MILP's best in its time"
+    if sol.objective_kind != "iteration_time" or sol.bound_s is None:
+        status = "feasible" if sol.status == "optimal" else sol.status
+        return dataclasses.replace(sol, status=status, notes=(*sol.notes, (
+            f"the compute order is {how}, not proven best: the answer is proven for that order only")))
+    from ..schedule.bounds import lower_bound
+    largest = {r: max(range(len(opts)), key=lambda o: opts[o].value) for r, opts in built.md.space.items()}
+    any_order = lower_bound(at_design(p, largest), design_of(p.engine, largest)).bound_s
+    bound = min(sol.bound_s, any_order)
+    gap = _gap(sol.iteration_time_s, bound)
+    status = "feasible" if sol.status == "optimal" and gap > TIE else sol.status
+    return dataclasses.replace(sol, status=status, bound_s=bound, objective_bound=bound, gap=gap, notes=(
+        *sol.notes, f"the compute order is {how}, not proven best; under any compute order no design replays "
+        f"faster than {format_quantity(bound, SECONDS)} (proven: the resource loads at the largest options), "
+        f"{100 * gap:.2f}% below the answer"))
 
 
 def solve(problem: Problem, *, time_limit: float | None = None, extra: Extra | None = None,
@@ -665,8 +716,18 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
     notes = []
     if custom:
         notes.append("the objective is the extra hook's own; objective and bound are in its units")
+    if res.enumerated:
+        notes.append(f"HiGHS failed on the master MILP ({res.stats.termination}; periods of "
+                     f"{format_quantity(T, SECONDS)} strain its tolerances): the designs were simulated in "
+                     "order of their floors (the master's LP at each design, a proven lower bound) instead")
+    # the gap of the numbers reported: the simulated period (or the objective at the design) against the bound
+    bound_s = min(bound * TIME_UNIT, T) if (what == "iteration_time" and bound is not None) else None
+    gap = _gap(T, bound_s) if what == "iteration_time" else _gap(objective, bound)
+    if status == "optimal" and gap is not None and gap > TIE:
+        status = "feasible"
+        notes.append(f"the bound is {100 * gap:.2g}% below the answer, above the tie tolerance ({TIE:g}): "
+                     "not proven optimal")
     if status == "time_limit":
-        gap = _gap(objective, bound)
         notes.append("time limit reached: the design is the best found, " + (
             f"within {100 * gap:.2f}% of the bound" if gap is not None else "with no bound proven for the designs left")
             + ", not proven optimal")
@@ -704,10 +765,9 @@ def _solution(md: ModelData, search: Search, master: Master, res: SearchResult, 
         diagnostics = search_diagnostics(master, res, search)
     return Solution(
         problem=p.name, engine=p.engine.kind, objective_kind=what, status=status, iteration_time_s=T,
-        # (the master's microseconds times 1e-6 can land an ulp above the replay's seconds; a bound is at most T)
-        bound_s=min(bound * TIME_UNIT, T) if (what == "iteration_time" and bound is not None) else None,
-        objective=T if what == "iteration_time" else objective,
-        objective_bound=bound * scale if bound is not None else None, gap=_gap(objective, bound),
+        # (the master's microseconds times 1e-6 can land an ulp above the replay's seconds: bound_s is at most T)
+        bound_s=bound_s, objective=T if what == "iteration_time" else objective,
+        objective_bound=(bound_s if bound_s is not None else bound * scale) if bound is not None else None, gap=gap,
         solve_time_s=wall, design=dict(design.values), choice=dict(choice),
         area_mm2=design_area_mm2(p.engine, choice), power_w=design_power_w(p.engine, choice),
         compute_time_s=sim.compute_time_s, exposed_comm_s=max(0.0, T - sim.compute_time_s), comm_time_s=comm_total,

@@ -162,7 +162,7 @@ def _chakra(ctx: Ctx, m: YMap, sizes: tuple[int, ...]) -> Workload:
     if "groups" in m:
         g = m["groups"]
         if not isinstance(g, dict) or not g:
-            raise ctx.error("workload.groups", f"expected a mapping of process group to a list of dimension "
+            raise ctx.error("workload.groups", f"expected a non-empty mapping of process group to a list of dimension "
                             f"indices, got {kind_of(g)}", line_of(m, "groups"))
         groups = {}
         for name, dl in g.items():

@@ -140,8 +140,11 @@ def section(ctx: Ctx, obj: Any, path: str, allowed: tuple[str, ...], required: t
 
 
 def kind_of(obj: Any) -> str:
+    """What a value is, for "expected ..., got ..." (an empty mapping or list says so)."""
     if obj is None:
         return "nothing (null)"
+    if isinstance(obj, (dict, list)) and not obj:
+        return "an empty mapping" if isinstance(obj, dict) else "an empty list"
     return {dict: "a mapping", YMap: "a mapping", list: "a list", YList: "a list", str: f"the text {shown(obj)}",
             bool: f"the boolean {obj}", int: f"the number {obj}", float: f"the number {obj}"
             }.get(type(obj), type(obj).__name__)
