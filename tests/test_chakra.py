@@ -347,7 +347,8 @@ def _same_iteration(p: Any, q: Any) -> None:
 
 
 @pytest.mark.parametrize("problem", ["quickstart.yaml", "astra/mlp_hybrid_data_model_ace_torus3d.yaml",
-                                     "resnet50_ace_torus3d.yaml", "llm/gpt_7b_ace_64npu.yaml"])
+                                     "resnet50_ace_torus3d.yaml", "llm/gpt_7b_ace_64npu.yaml",
+                                     "llm/gpt3_175b_selene.yaml"])
 def test_a_workload_written_as_a_trace_and_read_back_is_the_same(tmp_path, capsys, problem):
     src = ROOT / "problems" / problem
     assert main(["export-chakra", str(src), "--out", str(tmp_path), "--name", "w"]) == 0

@@ -148,7 +148,7 @@ def _text(node: Node, name: str) -> str | None:
 def _demand(node: Node) -> Compute:
     exact = _real(node, PRIVATE + "time_s")
     if exact is not None:
-        return Compute(time_s=exact)
+        return Compute(time_s=exact, flops=_real(node, PRIVATE + "flops"), hbm_bytes=_real(node, PRIVATE + "hbm_bytes"))
     if node.attr("num_ops") is not None:
         flops = _real(node, PRIVATE + "flops")
         hbm = _real(node, PRIVATE + "hbm_bytes")
@@ -428,6 +428,9 @@ def _comp_node(nid: int, st: Step, layer: str | None, ctrl: tuple[int, ...], dat
     elif d.time_s is not None:
         micros = round(d.time_s * 1e6)
         attrs.append(Attr(PRIVATE + "time_s", "double_val", float(d.time_s)))
+        for key in ("flops", "hbm_bytes"):  # a task a compute model timed keeps its work and draws its bytes
+            if getattr(d, key) is not None:
+                attrs.append(Attr(PRIVATE + key, "double_val", float(getattr(d, key))))
     else:
         flops, hbm = d.flops or 0.0, d.hbm_bytes or 0.0
         attrs += [Attr("num_ops", "int64_val", round(flops)), Attr("tensor_size", "uint64_val", round(hbm)),
