@@ -32,6 +32,8 @@ _NET_LISTS = {"topologies-per-dim": (True, None), "units-count": (True, None),
               "link-bandwidth": (True, None), "nic-latency": (False, 0.0),
               "router-latency": (False, 0.0), "hbm-latency": (False, 0.0),
               "hbm-bandwidth": (False, 1.0), "hbm-scale": (False, 0.0)}
+#: The most dimensions a network may have: ASTRA-sim 1.0's involved-dimension vectors have 10 entries.
+MAX_DIMS = 10
 _NET_KEYS = ("topology-name", "dimensions-count", "dimension-type", *_NET_LISTS)
 
 
@@ -162,6 +164,9 @@ def load_astra_network(path: str | Path, *, confine_to: Path | None = None) -> A
         raise SpecError(f"only the Hierarchical analytical topology exists in ASTRA-sim 1.0, got "
                         f"{shown(name, 20)}", file=file, path="topology-name")
     count = _number(raw.get("dimensions-count", 1), file, "dimensions-count", integer=True, minimum=1)
+    if count > MAX_DIMS:
+        raise SpecError(f"expected at most {MAX_DIMS} dimensions (ASTRA-sim 1.0's involved-dimension vectors have "
+                        f"{MAX_DIMS} entries), got {count}", file=file, path="dimensions-count")
     lists: dict[str, list[Any]] = {}
     for key, (required, default) in _NET_LISTS.items():
         if key not in raw:

@@ -110,7 +110,8 @@ def table(df: Any, pl: Any, limit: int = 200) -> str:
         dtext = ", ".join(f"{lab} {format_quantity(r[c], dim) if dim else _fmt(r[c])}" for c, (lab, dim) in design
                           if not _missing(r[c]))
         if r["status"] not in ("optimal", "time_limit"):
-            dtext = str(r["error"])[:90]
+            from .main import one_line  # (main imports this module)
+            dtext = one_line(str(r["error"]))[:90]
         lines.append("  ".join([f"{pt.index:>4d}", *[f"{v:>{w}.{w}s}" for v, w in zip(vals, width)],
                                 f"{r['status']:10s}", f"{t * 1e3:>9.4f}" if not _missing(t) else f"{'-':>9s}",
                                 f"{_fmt(r['area_mm2']):>6s}", f"{_fmt(r['power_w']):>6s}", dtext]))

@@ -9,6 +9,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import time
 import warnings
@@ -20,9 +21,28 @@ from ..errors import CodesignError, InputWarning, SpecError
 from ..spec.files import claim_outputs, output_dir, record_outputs, writing
 from .explore import CONFINE_HELP
 
+#: Characters a message must not print as they are: line breaks and terminal control codes (C0, DEL, C1).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with each control character written as its escape (``\\n``, ``\\r``, ``\\x1b``): a message that
+    quotes what a user wrote (a key path, a sweep point's value, a file name) stays one line and cannot drive the
+    terminal."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad argument reported on one line as every other error is (argparse's own prints the
+    whole usage first); subcommands' parsers are of this class too (``add_subparsers`` makes its own type)."""
+
+    def error(self, message: str) -> Any:  # (argparse's signature: never returns)
+        print(f"codesign: error: {one_line(message)} (see '{one_line(self.prog)} --help')", file=sys.stderr)
+        sys.exit(2)
+
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="codesign", description="Co-design of compute-communication overlap for "
+    ap = _Parser(prog="codesign", description="Co-design of compute-communication overlap for "
                                  "distributed DL training: ACE sizing and schedules as HiGHS MILPs.")
     ap.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -247,7 +267,7 @@ def _input_warnings_as_lines(shown: set[str]) -> Callable[..., None]:
         text = str(message)
         if text not in shown:  # a sweep validates the same key at every point
             shown.add(text)
-            print(f"codesign: warning: {text}", file=sys.stderr, flush=True)
+            print(f"codesign: warning: {one_line(text)}", file=sys.stderr, flush=True)
     return show
 
 
@@ -272,7 +292,7 @@ def _run(args: argparse.Namespace) -> int:
         _quiet_stdout()
         return 141
     except CodesignError as e:
-        print(f"codesign: error: {_with_line(e)}", file=sys.stderr)
+        print(f"codesign: error: {one_line(str(_with_line(e)))}", file=sys.stderr)
         return e.exit_status
     except KeyboardInterrupt:
         print("codesign: interrupted", file=sys.stderr)
@@ -280,8 +300,8 @@ def _run(args: argparse.Namespace) -> int:
     except Exception as e:  # an internal error: one line unless --debug
         if args.debug:
             raise
-        print(f"codesign: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)",
-              file=sys.stderr)
+        print(f"codesign: internal error: {type(e).__name__}: {one_line(str(e))} (rerun with --debug for the "
+              "traceback)", file=sys.stderr)
         return 3
 
 

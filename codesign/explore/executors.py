@@ -386,7 +386,10 @@ class DaskRunner:
             try:
                 self.client = Client(target, timeout="10s")
             except (OSError, TimeoutError) as e:
-                raise SpecError(f"cannot reach the Dask scheduler at {target}: {e}") from None
+                raise SpecError(f"cannot reach the Dask scheduler at {shown(target)}: {e}") from None
+            except (ValueError, TypeError) as e:  # not an address at all ('garbage': "missing port number")
+                raise SpecError(f"the Dask scheduler {shown(target)} is not an address ({e}); expected 'local' or "
+                                "an address such as tcp://host:8786") from None
             self.description = f"the Dask cluster at {target}"
         # every worker imports the solver's modules now, not during its first point: otherwise a worker
         # that the first tasks miss pays a second of imports in the middle of the sweep
