@@ -32,6 +32,9 @@ _NET_LISTS = {"topologies-per-dim": (True, None), "units-count": (True, None),
               "link-bandwidth": (True, None), "nic-latency": (False, 0.0),
               "router-latency": (False, 0.0), "hbm-latency": (False, 0.0),
               "hbm-bandwidth": (False, 1.0), "hbm-scale": (False, 0.0)}
+#: The most training passes one run simulates (our bound on work): ResNet-50's take about 10 ms each here, larger
+#: workloads far more, and ASTRA-sim's own examples run 1 to 10; ``--passes 1e9`` would never end.
+MAX_PASSES = 1000
 #: The most dimensions a network may have: ASTRA-sim 1.0's involved-dimension vectors have 10 entries.
 MAX_DIMS = 10
 _NET_KEYS = ("topology-name", "dimensions-count", "dimension-type", *_NET_LISTS)

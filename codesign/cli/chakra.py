@@ -10,6 +10,10 @@ from ..errors import SpecError
 from ..spec.files import output_dir, writing
 
 Handler = Callable[[argparse.Namespace], int]
+#: The most files ``--all-npus`` writes, and the most bytes in all (our bounds: a 4M-NPU topology wrote 58,000
+#: files before its disk filled). ASTRA-sim's largest studied systems have a few thousand NPUs.
+MAX_TRACE_FILES = 16_384
+MAX_TRACE_TOTAL_BYTES = 4 * 2**30
 
 
 def register(sub: Any) -> dict[str, Handler]:
@@ -31,10 +35,10 @@ def export_command(args: argparse.Namespace) -> int:
     from ..platform.costs import compute_time_terms
     from ..problem.load import load_problem
     from ..schedule.iteration import as_program
-    from ..workload.chakra import SUFFIX, graph_to_trace, program_to_trace, write_trace
+    from ..workload.chakra import SUFFIX, graph_to_trace, program_to_trace
+    from ..workload.chakra_wire import encode
 
     problem = load_problem(args.problem, confine=args.confine)
-    out = output_dir(args.out)
     w, npu = problem.workload, problem.npu
     name = args.name or w.name
     if not name or Path(name).name != name or name.startswith("."):  # the traces stay inside --out
@@ -51,9 +55,16 @@ def export_command(args: argparse.Namespace) -> int:
     else:
         trace = program_to_trace(w, as_program(w, problem.schedule.overlap), ndims, duration_s=duration)
     ranks = range(problem.topology.npus) if args.all_npus else range(1)
+    data = encode(trace)  # the same bytes for every NPU (codesign's model runs one program on all)
+    if len(ranks) > MAX_TRACE_FILES or len(ranks) * len(data) > MAX_TRACE_TOTAL_BYTES:
+        raise SpecError(f"--all-npus: {len(ranks):,} NPUs would be {len(ranks):,} files of {len(data):,} bytes "
+                        f"({len(ranks) * len(data) / 2**30:.3g} GiB); expected at most {MAX_TRACE_FILES:,} files and "
+                        f"{MAX_TRACE_TOTAL_BYTES // 2**30} GiB in all (every file is the same trace: write NPU 0's "
+                        "alone and copy it as the simulator needs)", file=args.problem)
+    out = output_dir(args.out)  # (made only once the traces are known to fit)
     with writing(out):
         for r in ranks:
-            write_trace(trace, out / f"{name}.{r}{SUFFIX}")
+            (out / f"{name}.{r}{SUFFIX}").write_bytes(data)
     comms = sum(1 for n in trace.nodes if n.type == 7)
     print(f"wrote {len(ranks)} trace{'s' if len(ranks) > 1 else ''} {out / f'{name}.0{SUFFIX}'}"
           + (f" .. {name}.{len(ranks) - 1}{SUFFIX}" if len(ranks) > 1 else "")

@@ -188,8 +188,9 @@ def _simulate(args: argparse.Namespace) -> int:
     from ..sim.replay import simulate
     from .simulate_inputs import compute_ordered, design_and_order, network_at
 
-    if args.iterations < 4:
-        raise_usage("--iterations must be at least 4 (two to settle, two to measure)")
+    if not 4 <= args.iterations <= MAX_ITERATIONS:
+        raise_usage(f"--iterations: expected a whole number from 4 (two to settle, two to measure) to "
+                    f"{MAX_ITERATIONS:,}, got {args.iterations}")
     confine_to = Path(args.problem).resolve().parent if args.confine else None
     problem = compute_ordered(load_problem(args.problem, confine=args.confine), args.solution, confine_to=confine_to)
     design, order = design_and_order(problem, args.solution, confine_to=confine_to)
@@ -214,6 +215,9 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The most iterations ``simulate`` replays (our bound on work): the steady state shows after a few, and a large
+#: problem's iteration costs seconds to replay; ``--iterations 1e9`` would never end.
+MAX_ITERATIONS = 1000
 #: The files ``simulate --out`` writes.
 SIMULATION_OUTPUTS = ("simulation.json", "timeline.png")
 
@@ -231,10 +235,10 @@ def simulation_doc(problem, design, res) -> dict:
 
 
 def _simulate_astra(args: argparse.Namespace) -> int:
+    from ..astra.inputs import MAX_PASSES
     from ..astra.mode import simulate_astra
-
-    if args.passes < 1:
-        raise_usage("--passes must be at least 1")
+    if not 1 <= args.passes <= MAX_PASSES:
+        raise_usage(f"--passes: expected a whole number from 1 to {MAX_PASSES:,}, got {args.passes}")
     res = simulate_astra(args.astra_workload, args.astra_network, args.astra_system, passes=args.passes,
                          confine_to=Path.cwd() if args.confine else None)
     d = res.to_dict()
