@@ -37,7 +37,6 @@ from ..spec.readers import (
 )
 from ..spec.yamlfile import YMap, load_yaml
 from ..workload.astra import astra_to_workload, parse_astra_workload
-from ..workload.chakra import read_trace, trace_path, trace_to_workload
 from ..workload.gnmt import gnmt
 from ..workload.llm import llm
 from ..workload.model import COLLECTIVES, PARALLELISMS, Comm, Compute, Layer, Workload
@@ -172,6 +171,7 @@ def _chakra(ctx: Ctx, m: YMap, sizes: tuple[int, ...]) -> Workload:
             if len(set(dims)) != len(dims):
                 raise ctx.error(gp, "a dimension is listed twice", line_of(g, name))
             groups[str(name)] = dims
+    from ..workload.chakra import read_trace, trace_path, trace_to_workload  # (its codec only where a trace is read)
     try:
         file = trace_path(ctx.dir / src, rank)
     except ValueError as e:
