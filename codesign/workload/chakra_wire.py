@@ -46,10 +46,10 @@ _FIXED = {"double": "<d", "float": "<f", "fixed32": "<I", "fixed64": "<Q", "sfix
 #: The most messages a file may hold: a bound on work for a corrupt length, far above a real trace's nodes.
 MAX_MESSAGES = 1_000_000
 #: The most bytes a trace may have, read as it is or inflated from gzip (our bound on work, checked before any
-#: message is decoded): the pure-Python decoding takes about a second per MiB (BENCHMARKS.md, "Chakra traces"),
-#: so a 0.5 MB gzipped file inflating to near the former 512 MiB took 148 s and 9.8 GB. 16 MiB hold a few hundred
-#: thousand nodes.
-MAX_TRACE_BYTES = 16 * 2**20
+#: message is decoded): decoding and the import rules take 2-5 s per MiB on a loaded machine (BENCHMARKS.md,
+#: "Bounds on input work"), so a 0.5 MB gzipped file inflating to near the former 512 MiB took 148 s and 9.8 GB.
+#: 8 MiB hold some 200,000 nodes.
+MAX_TRACE_BYTES = 8 * 2**20
 
 
 class WireError(ValueError):
