@@ -50,7 +50,8 @@ def test_a_trace_over_its_bound_is_not_decoded(tmp_path, gzipped) -> None:
     from codesign.workload.chakra_wire import MAX_TRACE_BYTES
     data = bytes(MAX_TRACE_BYTES + 1)  # zero-length messages: the most messages per byte
     (tmp_path / "t.0.et").write_bytes(gzip.compress(data, 1) if gzipped else data)
-    with pytest.raises(SpecError, match=f"too large a Chakra execution trace: .*{MAX_TRACE_BYTES // 2**20} MiB a trace may have"):
+    limit = f"{MAX_TRACE_BYTES // 2**20} MiB a trace may have"
+    with pytest.raises(SpecError, match=f"too large a Chakra execution trace: .*{limit}"):
         load_problem(_chakra_problem(tmp_path, "t.0.et"))
 
 
