@@ -60,7 +60,12 @@ def chakra(megabytes: list[float]) -> None:
     from codesign.workload.chakra_wire import MAX_TRACE_BYTES, decode
     per_node = len(trace(20_000)) / 20_000
     for mb in megabytes:
-        data = trace(int(min(mb * 2**20, MAX_TRACE_BYTES - 1000) / per_node) // 2 * 2)
+        want = min(mb * 2**20, MAX_TRACE_BYTES - 1000)
+        n = int(want / per_node) // 2 * 2
+        data = trace(n)
+        while len(data) > want:  # (later nodes have longer ids and names than the estimate's)
+            n = int(n * want / len(data) * 0.999) // 2 * 2
+            data = trace(n)
         t = time.perf_counter()
         tr = decode(data)
         t1 = time.perf_counter()
