@@ -13,7 +13,8 @@ Two ways, which must agree:
    power-time Pareto front, so trace the front (codesign.explore.pareto.pareto_front) and take the best point.
    That also gives objectives no MILP can take linearly, such as the energy-delay product E x T = power T^2.
 
-Both are exact about the simulated platform, so they agree (on the quickstart, and on ResNet-50).
+Both are exact about the simulated platform, so they agree (on the quickstart, and on ResNet-50). The
+linearization prices the engine's options: a problem that also sizes its network's bandwidths is refused.
 
 Run:  python examples/energy_delay.py [problem.yaml]
 """
@@ -59,6 +60,9 @@ def energy_objective(model: pyo.ConcreteModel, problem: codesign.Problem) -> Non
 
 def main(path: str) -> tuple[float, float]:
     problem = codesign.load_problem(path)
+    if problem.network is not None:
+        raise codesign.SpecError("this example's energy prices the engine's options, and the problem also sizes "
+                                 "its network's bandwidths; give one whose bandwidths are fixed", file=path)
     s = codesign.solve(problem, extra=energy_objective)
     e_milp = s.power_w * s.iteration_time_s
     print(f"linearized MILP   E = {e_milp * 1e6:.3f} uJ per iteration: power {s.power_w:.3g} W, "
@@ -78,4 +82,8 @@ def main(path: str) -> tuple[float, float]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else str(HERE.parent / "problems" / "quickstart.yaml"))
+    try:
+        main(sys.argv[1] if len(sys.argv) > 1 else str(HERE.parent / "problems" / "quickstart.yaml"))
+    except codesign.CodesignError as e:  # a problem this example does not suit, or bad input: one line
+        print(f"{Path(__file__).name}: {e}", file=sys.stderr)
+        sys.exit(e.exit_status)

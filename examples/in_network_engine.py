@@ -39,7 +39,13 @@ def problems(path: str) -> tuple[codesign.Problem, codesign.Problem]:
     if "innet" not in ENGINES:
         register(INNET)
     doc = load_yaml(path)
-    e = doc["engine"]
+    e = doc.get("engine") if isinstance(doc, dict) else None
+    missing = [k for k in ("sram", "dma") if not isinstance(e, dict) or k not in e]
+    if missing:
+        kind = e.get("type", "ace") if isinstance(e, dict) else "missing"
+        raise codesign.SpecError(f"this example builds its engine from an ACE's sram and dma options, and the "
+                                 f"problem's {kind} engine has no {' and no '.join(missing)}; give a problem with an "
+                                 "ACE engine", file=path, path="engine")
     innet = {**doc, "engine": {"type": "innet", "area_budget": e.get("area_budget", "1000 mm^2"),
                                "endpoint_delay": e.get("endpoint_delay", "0 ns"),
                                "buffer": e["sram"], "dma": e["dma"]}}
@@ -57,4 +63,8 @@ def main(path: str) -> tuple[codesign.Solution, codesign.Solution]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else str(HERE.parent / "problems" / "quickstart.yaml"))
+    try:
+        main(sys.argv[1] if len(sys.argv) > 1 else str(HERE.parent / "problems" / "quickstart.yaml"))
+    except codesign.CodesignError as e:  # a problem this example does not suit, or bad input: one line
+        print(f"{Path(__file__).name}: {e}", file=sys.stderr)
+        sys.exit(e.exit_status)

@@ -14,6 +14,7 @@ import copy
 import sys
 from pathlib import Path
 
+from codesign.errors import CodesignError, SpecError
 from codesign.platform.endpoint import design_of
 from codesign.problem.load import parse_problem
 from codesign.sim.replay import simulate
@@ -28,6 +29,11 @@ def main(path: str | Path = PROBLEM) -> list[tuple[str, str, float, float]]:
     """Replay each (schedule, recompute) variant at the catalog's largest ACE: [(schedule, recompute,
     iteration time s, exposed communication s)]."""
     doc = load_yaml(path)
+    wl = doc.get("workload") if isinstance(doc, dict) else None
+    if not isinstance(wl, dict) or wl.get("builder") != "llm":
+        raise SpecError("this example varies the LLM builder's schedule and recomputation, and the problem's "
+                        "workload is not built by it; give one with 'workload: {builder: llm, ...}' (problems/llm/)",
+                        file=str(path), path="workload")
     rows = []
     for schedule, recompute in VARIANTS:
         d = copy.deepcopy(doc)
@@ -40,7 +46,11 @@ def main(path: str | Path = PROBLEM) -> list[tuple[str, str, float, float]]:
 
 
 if __name__ == "__main__":
-    rows = main(*sys.argv[1:2])
+    try:
+        rows = main(*sys.argv[1:2])
+    except CodesignError as e:  # a problem this example does not suit, or bad input: one line
+        print(f"{Path(__file__).name}: {e}", file=sys.stderr)
+        sys.exit(e.exit_status)
     print(f"{'schedule':9s} {'recompute':10s} {'iteration':>10s} {'exposed comm':>13s}")
     for schedule, recompute, t, exposed in rows:
         print(f"{schedule:9s} {recompute:10s} {t:9.3f} s {exposed * 1e3:10.1f} ms")

@@ -34,6 +34,10 @@ def show(title: str, s) -> None:
 
 def main(problem: str):
     p = codesign.load_problem(problem)
+    if p.network is None:
+        raise codesign.SpecError("this example chooses the network's bandwidths, and the problem fixes them; give "
+                                 "a problem whose topology has bandwidth options and a cost_per_gbps (problems/libra/)",
+                                 file=problem)
     fastest = codesign.solve(p)
     show("fastest under the budgets", fastest)
 
@@ -54,11 +58,18 @@ def main(problem: str):
                                                                 tolerance=(0.10,) * len(ranges)))
     on_grid = codesign.solve(ranged)
     show(f"bandwidths on grids of {'/'.join(str(len(r)) for r in ranges)} points, 10% apart", on_grid)
-    gap = 1 - on_grid.continuous_bound_s / on_grid.iteration_time_s
-    print(f"  no bandwidth anywhere in the ranges replays faster than {on_grid.continuous_bound_s * 1e3:.3f} ms "
-          f"(proven): this answer is within {100 * gap:.2f}% of the best continuous design")
+    if on_grid.continuous_bound_s is None:  # (a bound over the ranges comes with a proven answer only)
+        print(f"  no bound over the continuous ranges: the grid solve ended {on_grid.status}")
+    else:
+        gap = 1 - on_grid.continuous_bound_s / on_grid.iteration_time_s
+        print(f"  no bandwidth anywhere in the ranges replays faster than {on_grid.continuous_bound_s * 1e3:.3f} ms "
+              f"(proven): this answer is within {100 * gap:.2f}% of the best continuous design")
     return fastest, cheap, on_grid
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else str(HERE.parent / "problems" / "libra" / "msft1t_3d.yaml"))
+    try:
+        main(sys.argv[1] if len(sys.argv) > 1 else str(HERE.parent / "problems" / "libra" / "msft1t_3d.yaml"))
+    except codesign.CodesignError as e:  # a problem this example does not suit, or bad input: one line
+        print(f"{Path(__file__).name}: {e}", file=sys.stderr)
+        sys.exit(e.exit_status)

@@ -39,4 +39,8 @@ def main(problem_path: str, out_dir: Path):
 if __name__ == "__main__":
     problem = sys.argv[1] if len(sys.argv) > 1 else str(HERE.parent / "problems" / "quickstart.yaml")
     out = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(tempfile.mkdtemp(prefix="codesign-pareto-"))
-    main(problem, out)
+    try:
+        main(problem, out)
+    except codesign.CodesignError as e:  # a problem this example does not suit, or bad input: one line
+        print(f"{Path(__file__).name}: {e}", file=sys.stderr)
+        sys.exit(e.exit_status)

@@ -1,11 +1,15 @@
 """Every example in examples/ runs, and does what its docstring says."""
 from __future__ import annotations
 
+import re
 import runpy
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
+
+from codesign import SpecError
 
 
 def test_examples_run_as_scripts():
@@ -67,3 +71,43 @@ def test_calibrated_gpu_example():
     t_cal, t_roof = runpy.run_path(str(ROOT / "examples" / "calibrated_gpu.py"))["main"](
         str(ROOT / "problems" / "llm" / "gpt3_175b_selene.yaml"))
     assert t_cal > t_roof > 0
+
+
+# An example given a shipped problem it does not suit says what it needs, on one line (exit 2), where it crashed
+# (KeyError: 'sram', an AttributeError on a fixed network, KeyError: 'bw[0]', ...).
+UNSUITED = [("custom_constraint", "resnet50_baseline_torus3d", "sizes none"),
+            ("in_network_engine", "resnet50_baseline_torus3d", "baseline engine has no sram"),
+            ("network_codesign", "quickstart", "the problem fixes them"),
+            ("energy_delay", "libra/resnet50_3d", "also sizes its network's bandwidths"),
+            ("llm_parallelism", "quickstart", "not built by it")]
+
+
+@pytest.mark.parametrize("example, problem, says", UNSUITED)
+def test_an_example_refuses_a_problem_it_does_not_suit(example, problem, says):
+    from codesign.platform.engines import ENGINES
+    mod = runpy.run_path(str(ROOT / "examples" / f"{example}.py"))
+    try:
+        with pytest.raises(SpecError, match=says):
+            mod["main"](str(ROOT / "problems" / f"{problem}.yaml"))
+    finally:
+        ENGINES.pop("innet", None)  # (in_network_engine registers it: the registry is the process's)
+
+
+def test_an_unsuited_problem_is_one_line_on_the_command_line():
+    r = subprocess.run([sys.executable, str(ROOT / "examples/network_codesign.py"),
+                        str(ROOT / "problems/quickstart.yaml")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("network_codesign.py: "), r.stderr
+
+
+def test_custom_constraint_reports_a_cap_no_design_meets():
+    """On the quickstart no design meets even the 1.5 W cap (an uncaught InfeasibleError before): both caps are
+    reported infeasible and main returns None."""
+    mod = runpy.run_path(str(ROOT / "examples" / "custom_constraint.py"))
+    assert mod["main"](str(ROOT / "problems" / "quickstart.yaml")) is None
+
+
+def test_the_examples_name_only_files_that_exist():
+    """custom_constraint.py named codesign/milp/model.py, which does not exist."""
+    for ex in sorted((ROOT / "examples").glob("*.py")):
+        for path in re.findall(r"codesign/[\w/]+\.py", ex.read_text()):
+            assert (ROOT / path).is_file(), f"{ex.name} names {path}"

@@ -79,9 +79,11 @@ def _fresh_venv(where: Path) -> Path:
     return py
 
 
-def test_wheel_installs_and_solves_from_another_folder(tmp_path):
-    """Build a wheel from a clean copy of the sources, install it into a fresh venv, and solve the
-    quickstart problem copied alone into an empty folder."""
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
+    """codesign built as a wheel from a clean copy of the sources (no problems/) and installed into a fresh venv:
+    (its python, an empty working folder, the environment to run it in)."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
     src = tmp_path / "src"
     shutil.copytree(ROOT / "codesign", src / "codesign", ignore=shutil.ignore_patterns("__pycache__"))
     for f in ("pyproject.toml", "setup.py", "README.md"):
@@ -96,11 +98,17 @@ def test_wheel_installs_and_solves_from_another_folder(tmp_path):
     assert inst.returncode == 0, inst.stdout + inst.stderr
     work = tmp_path / "work"
     work.mkdir()
-    shutil.copy(ROOT / "problems/quickstart.yaml", work / "quickstart.yaml")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    return py, work, env
+
+
+def test_wheel_installs_and_solves_from_another_folder(installed):
+    """Solve the quickstart problem copied alone into an empty folder, with codesign installed from a wheel."""
+    py, work, env = installed
+    shutil.copy(ROOT / "problems/quickstart.yaml", work / "quickstart.yaml")
     where = subprocess.run([str(py), "-c", "import codesign; print(codesign.__file__)"], cwd=work, env=env,
                            capture_output=True, text=True, timeout=60)
-    assert where.returncode == 0 and where.stdout.startswith(str(tmp_path / "venv")), where.stdout + where.stderr
+    assert where.returncode == 0 and where.stdout.startswith(str(py.parent.parent)), where.stdout + where.stderr
     if _compiler():
         kernel = subprocess.run([str(py), "-c", "from codesign.sim import replay; print(replay.COMPILED)"],
                                 cwd=work, env=env, capture_output=True, text=True, timeout=60)
@@ -126,3 +134,21 @@ def test_the_replay_runs_compiled_where_a_compiler_is():
         pytest.skip("no C compiler: the replay runs its Python loop")
     assert replay._kernel is not None, "codesign/sim/_kernel.c was not built: rerun pip install -e ."
     assert replay.COMPILED or os.environ.get("CODESIGN_REPLAY") == "python"
+
+
+def test_an_installed_study_needs_its_problems_named_and_writes_nothing_beside_the_package(installed):
+    """problems/ is not package data: installed, ``codesign reproduce`` says to give --problems, and
+    ``python -m codesign.study --generate`` to give --dir (it wrote 114 files into site-packages/problems/), each
+    on one line with exit 2, and neither writes anything into site-packages."""
+    py, work, env = installed
+    site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    exe = py.parent / ("codesign.exe" if os.name == "nt" else "codesign")
+    runs = {"reproduce": [str(exe), "reproduce", "--workloads", "resnet50", "--sizes", "16", "--out", "study"],
+            "generate": [str(py), "-m", "codesign.study", "--generate"]}
+    for what, argv in runs.items():
+        r = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, (what, r.stdout + r.stderr)
+        assert "not run from its source tree" in r.stderr and ("--problems" if what == "reproduce" else "--dir") \
+            in r.stderr, r.stderr
+    assert not (site / "problems").exists()

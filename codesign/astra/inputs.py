@@ -32,6 +32,11 @@ _NET_LISTS = {"topologies-per-dim": (True, None), "units-count": (True, None),
               "link-bandwidth": (True, None), "nic-latency": (False, 0.0),
               "router-latency": (False, 0.0), "hbm-latency": (False, 0.0),
               "hbm-bandwidth": (False, 1.0), "hbm-scale": (False, 0.0)}
+#: The most training passes one run simulates (our bound on work): ResNet-50's take about 10 ms each here, larger
+#: workloads far more, and ASTRA-sim's own examples run 1 to 10; ``--passes 1e9`` would never end.
+MAX_PASSES = 1000
+#: The most dimensions a network may have: ASTRA-sim 1.0's involved-dimension vectors have 10 entries.
+MAX_DIMS = 10
 _NET_KEYS = ("topology-name", "dimensions-count", "dimension-type", *_NET_LISTS)
 
 
@@ -162,6 +167,9 @@ def load_astra_network(path: str | Path, *, confine_to: Path | None = None) -> A
         raise SpecError(f"only the Hierarchical analytical topology exists in ASTRA-sim 1.0, got "
                         f"{shown(name, 20)}", file=file, path="topology-name")
     count = _number(raw.get("dimensions-count", 1), file, "dimensions-count", integer=True, minimum=1)
+    if count > MAX_DIMS:
+        raise SpecError(f"expected at most {MAX_DIMS} dimensions (ASTRA-sim 1.0's involved-dimension vectors have "
+                        f"{MAX_DIMS} entries), got {count}", file=file, path="dimensions-count")
     lists: dict[str, list[Any]] = {}
     for key, (required, default) in _NET_LISTS.items():
         if key not in raw:

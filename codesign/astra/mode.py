@@ -26,7 +26,7 @@ from ..errors import SpecError, shown
 from ..sim.events import EventLoop
 from ..workload.astra import AstraLayer, AstraWorkload, TransformerHeader, parse_astra_workload, transformer_header
 from .algorithms import A2A, AG, AR, RS
-from .inputs import AstraNetwork, AstraSystem, load_astra_network, load_astra_system
+from .inputs import MAX_PASSES, AstraNetwork, AstraSystem, load_astra_network, load_astra_system
 from .profile import FastPathFallback
 from .system import ALL, SystemLayer
 
@@ -621,8 +621,8 @@ def simulate_astra(workload_path: str | Path, network_path: str | Path, system_p
     the general path for the whole run where it cannot tell; ``fast=False`` always runs the general path.
     Both give the same nanoseconds; ``AstraResult.fast_path`` says which one ran.
     """
-    if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
-        raise SpecError(f"passes must be a whole number >= 1, got {passes!r}")
+    if isinstance(passes, bool) or not isinstance(passes, int) or not 1 <= passes <= MAX_PASSES:
+        raise SpecError(f"passes must be a whole number from 1 to {MAX_PASSES:,}, got {shown(passes)}")
     wl = parse_astra_workload(workload_path, confine_to=confine_to)
     net: AstraNetwork = load_astra_network(network_path, confine_to=confine_to)
     system: AstraSystem = load_astra_system(system_path, confine_to=confine_to)

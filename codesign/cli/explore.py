@@ -58,6 +58,8 @@ def register(sub: Any) -> dict[str, Handler]:
     p.add_argument("--y", default="iteration_time", choices=("area", "power", "iteration_time", "network_cost"),
                    help="y axis (default iteration_time)")
     p.add_argument("--points", type=int, metavar="N", help="N evenly spaced epsilons (default: every corner)")
+    p.add_argument("--max-points", type=int, default=60, metavar="N",
+                   help="the exact walk stops after N points and says so (default 60)")
     p.add_argument("--out", metavar="PNG", help="the plot (default: pareto_<problem>.png here)")
     p.add_argument("--csv", metavar="CSV", help="also write the front's points here")
     p.add_argument("--time-limit", type=float, metavar="S", help="solver time limit per solve, in seconds")
@@ -111,7 +113,8 @@ def table(df: Any, pl: Any, limit: int = 200) -> str:
         dtext = ", ".join(f"{lab} {format_quantity(r[c], dim) if dim else _fmt(r[c])}" for c, (lab, dim) in design
                           if not _missing(r[c]))
         if r["status"] not in ("optimal", "time_limit"):
-            dtext = str(r["error"])[:90]
+            from .main import one_line  # (main imports this module)
+            dtext = one_line(str(r["error"]))[:90]
         lines.append("  ".join([f"{pt.index:>4d}", *[f"{v:>{w}.{w}s}" for v, w in zip(vals, width)],
                                 f"{r['status']:10s}", f"{t * 1e3:>9.4f}" if not _missing(t) else f"{'-':>9s}",
                                 f"{_fmt(r['area_mm2']):>6s}", f"{_fmt(r['power_w']):>6s}", dtext]))
@@ -228,7 +231,8 @@ def pareto_command(args: argparse.Namespace) -> int:
     bar = ProgressBar(enabled=wanted(args.progress), unit="solves")
     t0 = time.perf_counter()
     try:
-        front = pareto_front(problem, args.x, args.y, points=args.points, time_limit=_limit(args.time_limit),
+        front = pareto_front(problem, args.x, args.y, points=args.points, max_points=args.max_points,
+                             time_limit=_limit(args.time_limit),
                              progress=lambda n, f: bar.update(n, None, time.perf_counter() - t0, fraction=f))
     finally:
         bar.close()

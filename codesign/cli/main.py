@@ -9,6 +9,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import time
 import warnings
@@ -20,9 +21,28 @@ from ..errors import CodesignError, InputWarning, SpecError
 from ..spec.outputs import claim_outputs, output_dir, record_outputs
 from .explore import CONFINE_HELP
 
+#: Characters a message must not print as they are: line breaks and terminal control codes (C0, DEL, C1).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with each control character written as its escape (``\\n``, ``\\r``, ``\\x1b``): a message that
+    quotes what a user wrote (a key path, a sweep point's value, a file name) stays one line and cannot drive the
+    terminal."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad argument reported on one line as every other error is (argparse's own prints the
+    whole usage first); subcommands' parsers are of this class too (``add_subparsers`` makes its own type)."""
+
+    def error(self, message: str) -> Any:  # (argparse's signature: never returns)
+        print(f"codesign: error: {one_line(message)} (see '{one_line(self.prog)} --help')", file=sys.stderr)
+        sys.exit(2)
+
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="codesign", description="Co-design of compute-communication overlap for "
+    ap = _Parser(prog="codesign", description="Co-design of compute-communication overlap for "
                                  "distributed DL training: ACE sizing and schedules as HiGHS MILPs.")
     ap.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -177,8 +197,9 @@ def _simulate(args: argparse.Namespace) -> int:
     from ..sim.replay import simulate
     from .simulate_inputs import compute_ordered, design_and_order, network_at
 
-    if args.iterations < 4:
-        raise_usage("--iterations must be at least 4 (two to settle, two to measure)")
+    if not 4 <= args.iterations <= MAX_ITERATIONS:
+        raise_usage(f"--iterations: expected a whole number from 4 (two to settle, two to measure) to "
+                    f"{MAX_ITERATIONS:,}, got {args.iterations}")
     confine_to = Path(args.problem).resolve().parent if args.confine else None
     problem = compute_ordered(load_problem(args.problem, confine=args.confine), args.solution, confine_to=confine_to)
     design, order = design_and_order(problem, args.solution, confine_to=confine_to)
@@ -207,6 +228,9 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The most iterations ``simulate`` replays (our bound on work): the steady state shows after a few, and a large
+#: problem's iteration costs seconds to replay; ``--iterations 1e9`` would never end.
+MAX_ITERATIONS = 1000
 #: The files ``simulate --out`` writes.
 SIMULATION_OUTPUTS = ("simulation.json", "timeline.png")
 
@@ -225,10 +249,10 @@ def simulation_doc(problem, design, res) -> dict:
 
 
 def _simulate_astra(args: argparse.Namespace) -> int:
+    from ..astra.inputs import MAX_PASSES
     from ..astra.mode import simulate_astra
-
-    if args.passes < 1:
-        raise_usage("--passes must be at least 1")
+    if not 1 <= args.passes <= MAX_PASSES:
+        raise_usage(f"--passes: expected a whole number from 1 to {MAX_PASSES:,}, got {args.passes}")
     res = simulate_astra(args.astra_workload, args.astra_network, args.astra_system, passes=args.passes,
                          confine_to=Path.cwd() if args.confine else None)
     d = res.to_dict()
@@ -261,7 +285,7 @@ def _input_warnings_as_lines(shown: set[str]) -> Callable[..., None]:
         text = str(message)
         if text not in shown:  # a sweep validates the same key at every point
             shown.add(text)
-            print(f"codesign: warning: {text}", file=sys.stderr, flush=True)
+            print(f"codesign: warning: {one_line(text)}", file=sys.stderr, flush=True)
     return show
 
 
@@ -286,7 +310,7 @@ def _run(args: argparse.Namespace) -> int:
         _quiet_stdout()
         return 141
     except CodesignError as e:
-        print(f"codesign: error: {_with_line(e)}", file=sys.stderr)
+        print(f"codesign: error: {one_line(str(_with_line(e)))}", file=sys.stderr)
         return e.exit_status
     except KeyboardInterrupt:
         print("codesign: interrupted", file=sys.stderr)
@@ -294,8 +318,8 @@ def _run(args: argparse.Namespace) -> int:
     except Exception as e:  # an internal error: one line unless --debug
         if args.debug:
             raise
-        print(f"codesign: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)",
-              file=sys.stderr)
+        print(f"codesign: internal error: {type(e).__name__}: {one_line(str(e))} (rerun with --debug for the "
+              "traceback)", file=sys.stderr)
         return 3
 
 

@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..errors import SpecError, shown
+from ..errors import SolverError, SpecError, shown
 from .points import error_row, run_point
 
 MAX_ATTEMPTS = 3
@@ -346,6 +346,47 @@ class PoolRunner:
 WATCH_S = 1.0
 #: How long lane actors may take to be made before the lanes (or a lost lane) end (s).
 REPLACE_S = 30.0
+#: How long a Dask sweep waits with points left and no running worker before it stops and says so (s): longer
+#: than a cloud worker takes to start, for a cluster that scales up from none.
+NO_WORKER_S = 120.0
+
+
+class _NoWorkerWatch:
+    """While a Dask runner's futures are out, a thread that checks every ``WATCH_S`` that the cluster has a running
+    worker; after ``NO_WORKER_S`` without one it cancels the futures left (so the waits on them end) and
+    ``check`` raises SolverError saying so. Without it, a cluster whose workers are all gone waits for ever. A
+    LocalCluster the runner started itself is not watched: its nannies restart the workers a point kills, which
+    on a loaded machine took minutes (a test's killer point), and no one else can take its workers away."""
+
+    def __init__(self, runner: DaskRunner, pending: set[Any]) -> None:
+        self.runner, self.pending = runner, pending
+        self.fired = False
+        self._stop = threading.Event()
+        if runner._cluster is None:
+            threading.Thread(target=self._watch, daemon=True, name="codesign-dask-no-worker").start()
+
+    def _watch(self) -> None:
+        since = None
+        while not self._stop.wait(WATCH_S):
+            try:
+                alive = bool(self.runner._running())
+            except Exception:  # (the scheduler itself is gone: the futures fail on their own)
+                alive = True
+            now = time.monotonic()
+            since = None if alive else (since or now)
+            if since is not None and now - since >= NO_WORKER_S and self.pending:
+                self.fired = True
+                self.runner.client.cancel(list(self.pending))
+                return
+
+    def check(self) -> None:
+        if self.fired:
+            raise SolverError(f"{self.runner.description} has had no running worker for {NO_WORKER_S:g} s, with "
+                              f"{len(self.pending)} task(s) left: start workers for it (or run without --scheduler) "
+                              "and run again; what finished is kept")
+
+    def close(self) -> None:
+        self._stop.set()
 
 
 class _Lane:
@@ -386,7 +427,10 @@ class DaskRunner:
             try:
                 self.client = Client(target, timeout="10s")
             except (OSError, TimeoutError) as e:
-                raise SpecError(f"cannot reach the Dask scheduler at {target}: {e}") from None
+                raise SpecError(f"cannot reach the Dask scheduler at {shown(target)}: {e}") from None
+            except (ValueError, TypeError) as e:  # not an address at all ('garbage': "missing port number")
+                raise SpecError(f"the Dask scheduler {shown(target)} is not an address ({e}); expected 'local' or "
+                                "an address such as tcp://host:8786") from None
             self.description = f"the Dask cluster at {target}"
         # every worker imports the solver's modules now, not during its first point: otherwise a worker
         # that the first tasks miss pays a second of imports in the middle of the sweep
@@ -549,9 +593,13 @@ class DaskRunner:
         futures = {}
         for t in tasks:
             futures[self.client.submit(self.fn, t, pure=False)] = t
+        pending = set(futures)
+        watch = _NoWorkerWatch(self, pending)
         suspects = []
         try:
             for f in as_completed(list(futures), loop=self.client.loop):  # (not the default client's: maybe none)
+                watch.check()
+                pending.discard(f)
                 t = futures[f]
                 try:
                     row = f.result()
@@ -561,17 +609,21 @@ class DaskRunner:
                 except Exception as e:
                     row = error_row(f"{type(e).__name__}: {e}")
                 yield t, row
+            for t in suspects:
+                f = self.client.submit(self.fn, t, pure=False)
+                pending.add(f)
+                try:
+                    row = f.result()
+                except Exception as e:
+                    watch.check()
+                    row = error_row(f"{type(e).__name__}: {e}")
+                finally:
+                    pending.discard(f)
+                    self.client.cancel([f])
+                yield t, row
         finally:
+            watch.close()
             self.client.cancel([f for f in futures if not f.done()])
-        for t in suspects:
-            f = self.client.submit(self.fn, t, pure=False)
-            try:
-                row = f.result()
-            except Exception as e:
-                row = error_row(f"{type(e).__name__}: {e}")
-            finally:
-                self.client.cancel([f])
-            yield t, row
 
     def close(self) -> None:
         if self._owned:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InfeasibleError, SpecError
+from ..errors import InfeasibleError, SpecError, shown
 from ..pipeline.solution import Solution, design_text
 from ..pipeline.solve import Extra, Family, solve
 from ..problem.model import Objective, Problem
@@ -39,6 +39,9 @@ STEP = 1e-4    # the exact walk asks for x this much below the last point (mm^2 
 #: ... and at least this fraction of it: HiGHS scales a budget row, so a network cost of thousands of
 #: dollars needs a hair relative to its size to stay above the feasibility tolerance
 REL_STEP = 1e-5
+#: The most points a front may ask for (``points``) or walk (``max_points``), our bound on its work: each is one or
+#: two solves, so this is hours of solving already; a mistyped 10^8 is refused before the first solve.
+MAX_FRONT_POINTS = 1000
 
 
 def _hair(v: float) -> float:
@@ -79,6 +82,9 @@ class ParetoFront:
     x_budget: float | None = None
     dropped: int = 0
     notes: list[str] = field(default_factory=list)
+    #: where an exact walk stopped at its ``max_points`` before reaching the other end: the (low, high) x (SI)
+    #: between which the front was not walked, so no point there is known (the plot draws it dashed)
+    untraced: tuple[float, float] | None = None
 
     def to_frame(self) -> Any:
         import pandas as pd
@@ -170,10 +176,11 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
                  time_limit: float | None = None, extra: Extra | None = None, max_points: int = 60,
                  progress: FrontProgress | None = None) -> ParetoFront:
     """Trace the front of ``y`` against ``x`` (each of iteration_time, area, power, network_cost) by epsilon constraints
-    (module docstring). ``points``: None walks the front exactly (at most ``max_points`` points); N uses N
-    evenly spaced epsilons. ``progress(solves, fraction)`` is called after every solve; the fraction is the
-    share of the epsilon's range between the two ends walked so far (the number of corners is not known in
-    advance). Raises SpecError for bad metrics, InfeasibleError if no design is feasible."""
+    (module docstring). ``points``: None walks the front exactly (at most ``max_points`` points: a walk cut there
+    says so in ``notes`` and ``untraced``); N uses N evenly spaced epsilons; each at most MAX_FRONT_POINTS.
+    ``progress(solves, fraction)`` is called after every solve; the fraction is the share of the epsilon's range
+    between the two ends walked so far (the number of corners is not known in advance). Raises SpecError for bad
+    metrics and counts, InfeasibleError if no design is feasible."""
     for name, m in (("x", x), ("y", y)):
         if m not in METRICS:
             raise SpecError(f"--{name}: expected one of {', '.join(METRICS)}, got {m!r}")
@@ -182,8 +189,10 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
     if "network_cost" in (x, y) and problem.network is None:
         raise SpecError("network_cost: the problem has no network design space (give a dimension a list or range "
                         "of bandwidths and a cost_per_gbps)")
-    if points is not None and points < 2:
-        raise SpecError(f"--points: expected at least 2 (the two ends), got {points}")
+    for flag, n in (("--points", points), ("--max-points", max_points)):
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= MAX_FRONT_POINTS):
+            raise SpecError(f"{flag}: expected a whole number from 2 (the two ends) to {MAX_FRONT_POINTS}, got "
+                            f"{shown(n)}")
     # the epsilon goes on area or power, never on time (the same front, and no time target; see lex)
     e = y if x == "iteration_time" else x
     o = x if e == y else y
@@ -194,9 +203,13 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
     found = [hi]
     e_lo = metric(lo, e)
     span = metric(hi, e) - e_lo
+    cut: Solution | None = None  # the last point walked, when the walk stopped at max_points short of the end
     if points is None:
         cur = hi
-        while metric(cur, e) > e_lo + _hair(e_lo) and len(found) < max_points:
+        while metric(cur, e) > e_lo + _hair(e_lo):
+            if len(found) + 1 >= max_points:  # (the far end, solved already, is one of them)
+                cut = cur
+                break
             tr.fraction = (metric(hi, e) - metric(cur, e)) / span if span > 0 else 1.0
             try:
                 nxt = tr.lex(o, e, {**free, e: metric(cur, e) - _hair(metric(cur, e))})
@@ -205,7 +218,7 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
             if metric(nxt, e) >= metric(cur, e):  # no progress (a solver tolerance): stop rather than loop
                 break
             found.append(cur := nxt)
-        method = f"exact walk of the corners, epsilon on {e}"
+        method = f"exact walk of the corners, epsilon on {e}" + (f", cut at {max_points} points" if cut else "")
     else:
         e_hi = metric(hi, e)
         for i in range(1, points - 1):
@@ -241,10 +254,16 @@ def pareto_front(problem: Problem, x: str = "area", y: str = "iteration_time", *
     unproven = sum(p.solution.status != "optimal" for p in pts)
     notes = [f"{unproven} of the {len(pts)} points were not proven optimal (a solve stopped short of its proof, at "
              "its time limit or its gap): a design it did not reach may dominate them"] if unproven else []
+    untraced = None
+    if cut is not None:
+        untraced = tuple(sorted((metric(cut, x), metric(lo, x))))
+        notes.append(f"the exact walk stopped at its limit of {max_points} points: the front with {LABELS[e]} from "
+                     f"{metric(lo, e) * SHOW[e]:.6g} to {metric(cut, e) * SHOW[e]:.6g} was not walked, so designs "
+                     "there may be missing (the plot draws that stretch dashed); raise --max-points or give --points N")
     budget = {"area": problem.engine.area_budget_mm2, "power": problem.engine.power_budget_w,
               "iteration_time": problem.objective.iteration_time_target_s,
               "network_cost": problem.network.budget if problem.network is not None else None}[x]
-    return ParetoFront(x, y, pts, posed, method, tr.solves, budget, dropped, notes)
+    return ParetoFront(x, y, pts, posed, method, tr.solves, budget, dropped, notes, untraced)
 
 
 def _key(s: Solution, x: str, y: str) -> tuple[float, float]:
@@ -277,7 +296,13 @@ def plot_front(front: ParetoFront, path: Path) -> Path:
     xs = [p.x * sx for p in front.points]
     ys = [p.y * sy for p in front.points]
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    ax.step(xs, ys, where="post", color="#4C72B0", linewidth=1.2, alpha=0.7)
+    gap = front.untraced
+    for k in range(len(xs) - 1):  # the staircase, step by step: a stretch the walk did not reach is dashed
+        walked = gap is None or not (front.points[k].x >= gap[0] * (1 - 1e-12)
+                                     and front.points[k + 1].x <= gap[1] * (1 + 1e-12))
+        ax.step(xs[k:k + 2], ys[k:k + 2], where="post", color="#4C72B0" if walked else "#999999",
+                linewidth=1.2, alpha=0.7, linestyle="-" if walked else "--",
+                label=None if walked else "not walked (the exact walk's point limit)")
     ax.plot(xs, ys, "o", color="#4C72B0", markersize=5, label="Pareto-optimal designs")
     for p, px, py in zip(front.points, xs, ys):
         ax.annotate(point_text(p.solution), (px, py), textcoords="offset points", xytext=(4, 4), fontsize=6)

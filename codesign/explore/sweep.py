@@ -266,6 +266,8 @@ def run_plan(pl: Plan, *, executor: Any = None, workers: int | None = None, out:
              retry_failed: bool = False, progress: Callable[[Progress], None] | None = None) -> pd.DataFrame:
     """Run the points of ``pl`` not already in ``out`` and return every point's row as a DataFrame (in point
     order, with ``varied`` and ``cached`` columns). See ``sweep`` for the arguments."""
+    if workers is not None and (wrong := bad_workers(workers)):  # before the batches, sized by it
+        raise SpecError(f"workers: {wrong}")
     retry = {pt.key for pt in pl.points} if retry_failed else set()
     store = ResultsFile(out, pl.columns, retry=retry) if out is not None else None
     try:
@@ -394,6 +396,8 @@ def sweep(problem: Problem | str | Path | Mapping, params: Mapping[str, Any] | I
     ``time_limit`` (s) and ``extra`` are passed to ``codesign.solve`` at each point; ``extra`` must pickle
     (a module-level function) to run in other processes. Result times are in seconds, area in mm^2.
     """
+    if workers is not None and (wrong := bad_workers(workers)):  # before the plan, which validates every point
+        raise SpecError(f"workers: {wrong}")
     pl = plan(problem, params, mode=mode, time_limit=time_limit, extra=extra, checks=checks)
     if _uses_pickle(executor):  # Dask's cloudpickle takes lambdas; a process pool's pickle does not
         for what, fn in [("extra", extra), *((f"check {c.name}", c.fn) for c in checks)]:

@@ -217,8 +217,7 @@ class _Held:
         continuous[list(integers)] = False
         reads = np.zeros(len(lo), dtype=bool)
         if len(index):
-            empty = starts[:-1] == starts[1:]
-            reads = (np.add.reduceat(continuous[index].astype(np.int64), starts[:-1]) > 0) & ~empty
+            reads = _row_sums(continuous[index].astype(np.int64), starts) > 0
         member = reads & (lo <= 0.0) & (hi >= 0.0) & hold
         rows = np.flatnonzero(member)
         st, ix, va = _select(starts, pend.index, pend.value, rows)
@@ -238,8 +237,15 @@ class _Held:
         left = np.flatnonzero(~self.given)
         if not len(left):
             return left
-        act = np.add.reduceat(self.value * x[self.index], self.starts[:-1])[left]
+        act = _row_sums(self.value * x[self.index], self.starts)[left]
         return left[(act < self.lo[left] - tol) | (act > self.hi[left] + tol)]
+
+
+def _row_sums(v: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per row of a compressed matrix (``starts`` one longer than its rows), the sum of ``v`` over its entries;
+    0 for an empty row, trailing ones too (``np.add.reduceat`` alone refuses a start at the end of ``v``)."""
+    sums = np.add.reduceat(np.append(v, 0), starts[:-1]) if len(starts) > 1 else np.zeros(0, dtype=v.dtype)
+    return np.where(starts[:-1] == starts[1:], 0, sums)
 
 
 def _select(starts: Any, index: Any, value: Any, rows: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

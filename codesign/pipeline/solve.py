@@ -531,7 +531,8 @@ def assign(built: Built, res: SearchResult, *, diagnose: bool = False, duals: bo
         # (minimizing time, the search already evaluates the least-area design among those tied)
         chosen = _tie_break(search, master, chosen, built.extra)
     sol = _solution(built.md, search, master, res, chosen, status, objective, bound, custom, diagnose,
-                    time.perf_counter() - built.started, built.family, order_bound)
+                    0.0, built.family, order_bound)
+    sol = dataclasses.replace(sol, solve_time_s=time.perf_counter() - built.started)  # the answer's making too
     if built.family is not None:
         built.family.keep(master)
         built.family.remember(built.problem, sol)
@@ -787,8 +788,8 @@ def continuous_bound_us(md: ModelData, deadline: float) -> float | None:
     and cost at its lower, which none undercuts), without evaluation cuts, which hold only at grid designs;
     interval cuts are added while the master's design violates one (they hold for every design)."""
     net = md.problem.network
-    if net is None or all(t is None for t in net.tolerance):
-        return None
+    if net is None or all(t is None for t in net.tolerance) or time.perf_counter() >= deadline:
+        return None  # (past the deadline not even built: building it took a second past a 6 s limit)
     master = Master(ModelData(md.problem, md.iteration, md.demands, cells=True), objective="iteration_time")
     spec = md.problem.solver
     while True:

@@ -39,7 +39,6 @@ from ..spec.readers import (
 )
 from ..spec.yamlfile import YMap, load_yaml
 from ..workload.astra import astra_to_workload, parse_astra_workload
-from ..workload.chakra import SUFFIX, read_trace, trace_path, trace_to_workload
 from ..workload.gnmt import gnmt
 from ..workload.llm import llm
 from ..workload.model import COLLECTIVES, PARALLELISMS, Comm, Compute, Layer, Workload
@@ -175,6 +174,7 @@ def _chakra(ctx: Ctx, m: YMap, sizes: tuple[int, ...]) -> Workload:
             if len(set(dims)) != len(dims):
                 raise ctx.error(gp, "a dimension is listed twice", line_of(g, name))
             groups[str(name)] = dims
+    from ..workload.chakra import SUFFIX, read_trace, trace_path, trace_to_workload  # (its codec only where read)
     try:
         # --confine: nothing outside the folder is listed or probed, so no answer says what is there
         for q in (ctx.dir / src, ctx.dir / f"{src}.{rank or 0}{SUFFIX}"):  # (the second: a prefix's file)

@@ -5,7 +5,8 @@ remember the line of each key and item. It also bounds what a small file can mak
 (``*name``) may stand for at most MAX_ALIAS_NODES nodes in all (nine nested aliases in 1 KB, the
 "billion laughs", stand for 10^9; the objects are shared, but any walk over them would never end),
 mappings and lists may nest at most MAX_DEPTH deep, counting through aliases (deeper, PyYAML's and
-our own recursion would overflow the stack), and an integer may have at most MAX_INT_DIGITS digits.
+our own recursion would overflow the stack), and an integer may have at most MAX_INT_DIGITS digits. A file of
+more than MAX_YAML_CHARS characters is not parsed at all.
 """
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ MAX_ALIAS_NODES = 100_000
 MAX_DEPTH = 32
 #: The most digits of an integer (Python refuses to convert past 4300; no quantity needs 100).
 MAX_INT_DIGITS = 100
+#: The largest YAML file parsed, in characters (1 MiB; our bound on work): the largest shipped problem, 500 layers
+#: written out, has 75 KB; the pure-Python parse with line numbers takes seconds per 100 KB of layers on a loaded
+#: machine (BENCHMARKS.md, "YAML parse"), so a 63 MiB file took 15 s idle and over a minute loaded before any check.
+MAX_YAML_CHARS = 2**20
 
 
 class YMap(dict):
@@ -147,6 +152,9 @@ def load_yaml(path: str | Path, *, what: str = "YAML problem file", confine_to: 
     and line. ``what`` and ``confine_to`` are ``read_user_file``'s."""
     file = str(path)
     text = read_user_file(path, what=what, confine_to=confine_to)
+    if len(text) > MAX_YAML_CHARS:
+        raise SpecError(f"{len(text) / 2**20:.1f} MiB of YAML is over the {MAX_YAML_CHARS // 2**20} MiB a {what} may "
+                        "have (the largest shipped problem has 75 KB); expected a problem file, not data", file=file)
     try:
         return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
     except SpecError as e:

@@ -75,9 +75,26 @@ _INTS = ("npus", "evaluations", "master_solves")
 _TEXT = ("digest", "notes", "error", "shape", "file")
 
 
+def source_tree() -> Path | None:
+    """The source tree this package runs from (a checkout or an editable install: ``pyproject.toml`` and
+    ``problems/workloads/`` beside the package), or None when it is installed: problems/ is not package data, and
+    what sits beside an installed package is ``site-packages``, where nothing may be written."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "pyproject.toml").is_file() and (root / "problems" / "workloads").is_dir() else None
+
+
+#: Why there is no default folder of case files, in a message's words.
+NO_SOURCE_TREE = ("codesign is installed, not run from its source tree, and the study's problem files are not "
+                  "package data")
+
+
 def default_problems_dir() -> Path:
-    """problems/paper/ of the source tree this package runs from."""
-    return Path(__file__).resolve().parents[2] / "problems" / "paper"
+    """problems/paper/ of the source tree this package runs from; SpecError when there is none (``source_tree``)."""
+    root = source_tree()
+    if root is None:
+        raise SpecError(f"{NO_SOURCE_TREE}: give --problems DIR, a copy of the source tree's problems/paper/ "
+                        "(beside its problems/workloads/)")
+    return root / "problems" / "paper"
 
 
 # ---------------------------------------------------------------- the workers' side
@@ -235,7 +252,8 @@ def run_study(*, workloads: Sequence[str] = tuple(WORKLOADS), sizes: Sequence[in
     if missing:
         if not (pdir.parent / "workloads").exists():
             raise SpecError(f"{pdir}: {len(missing)} case file(s) missing (e.g. {missing[0]}) and no "
-                            f"{pdir.parent / 'workloads'} to generate them beside; run from the source tree")
+                            f"{pdir.parent / 'workloads'} to generate them beside; give --problems a folder with "
+                            "them all, or run from the source tree")
         generate(pdir, workloads=workloads, sizes=sizes, latency=latency, missing_only=True)
 
     # every task, with the columns that name its row and the digest that says whether a stored row still holds
@@ -375,13 +393,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m codesign.study",
                                  description="Write the ACE study's problem files (problems/paper/).")
     ap.add_argument("--generate", action="store_true", help="(re)write every case's problem file")
-    ap.add_argument("--dir", default=str(default_problems_dir()), help="where (default: problems/paper/)")
+    ap.add_argument("--dir", help="where (default: problems/paper/ of the source tree)")
     args = ap.parse_args(argv)
     if not args.generate:
         ap.print_help()
         return 0
-    written = generate(args.dir)
-    print(f"wrote {len(written)} problem files under {args.dir}")
+    root = source_tree()
+    if args.dir is None and root is None:
+        ap.exit(2, f"{ap.prog}: error: {NO_SOURCE_TREE}: give --dir DIR (beside a copy of problems/workloads/)\n")
+    where = Path(args.dir) if args.dir is not None else root / "problems" / "paper"  # type: ignore[operator]
+    if not (where.parent / "workloads").is_dir():  # the cases name ../workloads/ for their ASTRA-sim inputs
+        ap.exit(2, f"{ap.prog}: error: --dir {where}: expected a folder beside a workloads/ folder of ASTRA-sim "
+                "inputs (the cases name ../workloads/), and there is none\n")
+    written = generate(where)
+    print(f"wrote {len(written)} problem files under {where}")
     return 0
 
 

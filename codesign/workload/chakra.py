@@ -45,6 +45,7 @@ from .chakra_wire import (
     Attr,
     Node,
     Trace,
+    TraceTooLarge,
     WireError,
     decode,
     encode,
@@ -62,6 +63,10 @@ VERSION = "0.0.4"
 #: Attributes codesign adds to keep what the schema rounds or does not say.
 PRIVATE = "codesign."
 SUFFIX = ".et"
+#: The most (node, upstream task or collective) pairs the dependencies through non-compute nodes may be followed
+#: over (our bound on work): a chain of memory nodes that each join one more compute task makes these pairs grow
+#: with the square of the nodes (3,000 such pairs of nodes: 4.5 million, 3 s), and the tasks' predecessors with them.
+MAX_UPSTREAM_PAIRS = 5_000_000
 
 
 # ---------------------------------------------------------------- finding the file
@@ -300,6 +305,7 @@ def _upstream(topo: list[int], by_id: dict[int, Node], task_of: dict[int, int], 
     compute tasks (CPU ops, memory nodes, collectives): (task indices, collective node ids)."""
     up_task: dict[int, frozenset[int]] = {}
     up_comm: dict[int, frozenset[int]] = {}
+    work = 0  # pairs followed so far (MAX_UPSTREAM_PAIRS)
     for i in topo:
         n = by_id[i]
         ts: set[int] = set()
@@ -307,9 +313,15 @@ def _upstream(topo: list[int], by_id: dict[int, Node], task_of: dict[int, int], 
         for d in set(n.data_deps) | set(n.ctrl_deps):
             if d in task_of:
                 ts.add(task_of[d])
+                work += 1
             else:
                 ts |= up_task[d]
                 cs |= up_comm[d] | ({d} if d in is_comm else set())
+                work += 1 + len(up_task[d]) + len(up_comm[d])
+            if work > MAX_UPSTREAM_PAIRS:
+                raise _Bad(n, "data_deps/ctrl_deps", f"the dependencies through non-compute nodes join more than "
+                           f"{MAX_UPSTREAM_PAIRS:,} (node, upstream task) pairs by here; expected a trace whose "
+                           "memory and CPU nodes do not each gather the tasks before them")
         up_task[i], up_comm[i] = frozenset(ts), frozenset(cs)
     return up_task, up_comm
 
@@ -403,6 +415,8 @@ def read_trace(data: bytes, file: str) -> Trace:
     """``data`` (a ``.et`` file's bytes) decoded; SpecError naming ``file`` if it is not a Chakra trace."""
     try:
         return decode(data)
+    except TraceTooLarge as e:
+        raise SpecError(f"too large a Chakra execution trace: {e}", file=file) from None
     except WireError as e:
         raise SpecError(f"not a Chakra execution trace: {e}", file=file) from None
 

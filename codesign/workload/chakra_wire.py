@@ -44,13 +44,20 @@ _ATTR_FIELDS: dict[int, tuple[str, str]] = {
 ATTR_FIELD_OF = {name: num for num, (name, _) in _ATTR_FIELDS.items()}
 _FIXED = {"double": "<d", "float": "<f", "fixed32": "<I", "fixed64": "<Q", "sfixed32": "<i", "sfixed64": "<q"}
 #: The most messages a file may hold: a bound on work for a corrupt length, far above a real trace's nodes.
-MAX_MESSAGES = 2_000_000
-#: The most bytes a gzipped trace may expand to (a bound against a small file that inflates without end).
-MAX_UNZIPPED_BYTES = 512 * 2**20
+MAX_MESSAGES = 1_000_000
+#: The most bytes a trace may have, read as it is or inflated from gzip (our bound on work, checked before any
+#: message is decoded): decoding and the import rules take 2-5 s per MiB on a loaded machine (BENCHMARKS.md,
+#: "Bounds on input work"), so a 0.5 MB gzipped file inflating to near the former 512 MiB took 148 s and 9.8 GB.
+#: 8 MiB hold some 200,000 nodes.
+MAX_TRACE_BYTES = 8 * 2**20
 
 
 class WireError(ValueError):
     """The bytes are not a Chakra trace; the message says where (message index, byte offset) and why."""
+
+
+class TraceTooLarge(WireError):
+    """The bytes may be a trace, but more of one than codesign decodes (MAX_TRACE_BYTES, MAX_MESSAGES)."""
 
 
 @dataclass(frozen=True)
@@ -250,11 +257,13 @@ def decode(data: bytes) -> Trace:
     if data[:2] == b"\x1f\x8b":
         z = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip framing
         try:
-            data = z.decompress(data, MAX_UNZIPPED_BYTES + 1)
+            data = z.decompress(data, MAX_TRACE_BYTES + 1)
         except zlib.error as e:
             raise WireError(f"gzip: {e}") from None
-        if len(data) > MAX_UNZIPPED_BYTES:
-            raise WireError(f"gzip: over {MAX_UNZIPPED_BYTES // 2**20} MiB uncompressed")
+        if len(data) > MAX_TRACE_BYTES:
+            raise TraceTooLarge(f"gzipped, it inflates to over the {MAX_TRACE_BYTES // 2**20} MiB a trace may have")
+    elif len(data) > MAX_TRACE_BYTES:
+        raise TraceTooLarge(f"{len(data) / 2**20:.1f} MiB is over the {MAX_TRACE_BYTES // 2**20} MiB a trace may have")
     r = _Reader(data, "message 0")
     version, meta, nodes = "", (), []
     count = 0
@@ -272,7 +281,7 @@ def decode(data: bytes) -> Trace:
             nodes.append(_node(body, where))
         count += 1
         if count > MAX_MESSAGES:
-            raise WireError(f"more than {MAX_MESSAGES} messages")
+            raise TraceTooLarge(f"more than {MAX_MESSAGES:,} messages, the most a trace may have")
     if count == 0:
         raise WireError("empty: expected a global metadata message and nodes")
     return Trace(version, meta, tuple(nodes))
