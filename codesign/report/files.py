@@ -9,13 +9,15 @@ from ..pipeline.solution import Solution
 from ..problem.model import Problem
 from .plots import gantt, timeline_png
 from .text import summary
+from .trace import write_trace
 
 #: Every file ``write_outputs`` may write.
-OUTPUTS = ("solution.json", "schedule.csv", "summary.txt", "gantt.png", "timeline.png")
+OUTPUTS = ("solution.json", "schedule.csv", "summary.txt", "gantt.png", "timeline.png", "trace.json")
 
 
 def write_outputs(s: Solution, p: Problem, out: Path, *, plot: bool = True, validation=None) -> list[Path]:
-    """Write solution.json, schedule.csv, summary.txt, gantt.png and, when validated, timeline.png into ``out``."""
+    """Write solution.json, schedule.csv, summary.txt, gantt.png and, when validated, trace.json and timeline.png
+    into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     doc = s.to_dict()
@@ -35,4 +37,6 @@ def write_outputs(s: Solution, p: Problem, out: Path, *, plot: bool = True, vali
         written.append(gantt(s, out / "gantt.png"))
         if validation is not None:
             written.append(timeline_png(validation.sim, p, out / "timeline.png"))
+    if validation is not None:
+        written.append(write_trace(validation.sim, p, out / "trace.json"))
     return written

@@ -4,10 +4,32 @@ from __future__ import annotations
 
 from ..pipeline.solution import Solution, design_text
 from ..problem.model import Problem
-from ..spec.units import BYTES, BYTES_PER_S, SECONDS, format_quantity
+from ..spec.units import BYTES, BYTES_PER_S, FLOP_PER_S, SECONDS, format_quantity
 
 #: The unit each objective is reported in ("custom": an extra hook's own objective, in its own units).
 OBJECTIVE_UNITS = {"iteration_time": "s", "area": "mm^2", "power": "W", "network_cost": "", "custom": ""}
+#: The widest line a report prints: longer ones continue on the next, under the value column.
+WIDTH = 120
+_INDENT = " " * 16
+
+
+def wrapped(line: str, width: int = WIDTH) -> list[str]:
+    """``line`` cut after a '; ' or ', ' (a clause, then an item) into lines of at most ``width`` characters
+    where it can be, the rest indented to the value column (16)."""
+    out = []
+    while len(line) > width:
+        cut = max(line.rfind("; ", 17, width), -1)
+        if cut < 0:
+            cut = line.rfind(", ", 17, width)
+        if cut < 0:
+            break
+        out.append(line[:cut + 1])
+        line = _INDENT + line[cut + 2:]
+    return out + [line]
+
+
+def _lines(lines: list[str]) -> str:
+    return "\n".join(piece for line in lines for piece in wrapped(line))
 
 
 def summary(s: Solution, p: Problem, validation=None) -> str:
@@ -38,7 +60,7 @@ def summary(s: Solution, p: Problem, validation=None) -> str:
         if x is None:
             return "n/a"
         if s.objective_kind == "iteration_time":
-            return f"{x * 1e6:.6g} us"
+            return format_quantity(x, SECONDS, digits=6)
         unit = s.network.unit if s.objective_kind == "network_cost" and s.network else OBJECTIVE_UNITS[s.objective_kind]
         return f"{x:.6g} {unit}".rstrip()
     obj, bound = val(s.objective), val(s.objective_bound)
@@ -59,9 +81,24 @@ def summary(s: Solution, p: Problem, validation=None) -> str:
         v = validation
         lines.append(f"replayed        {t(v.simulated_s)} ({100 * v.rel_diff:+.1f}% against the answer; resource-load "
                      f"bound {t(v.bound.bound_s)}, set by {v.bound.binding}; {v.sim.events} events)")
+    lines.extend(llm_lines(s, p))
     for n in s.notes:
         lines.append(f"note            {n}")
-    return "\n".join(lines)
+    return _lines(lines)
+
+
+def llm_lines(s: Solution, p: Problem) -> list[str]:
+    """An LLM workload's model FLOPs utilization and its communication by parallelism (nothing otherwise)."""
+    from .llm import llm_report
+    r = llm_report(s, p)
+    if r is None:
+        return []
+    t = lambda x: format_quantity(x, SECONDS)  # noqa: E731
+    split = ", ".join(f"{k} {t(v)} ({t(r.exposed_s[k])} exposed)" for k, v in r.in_flight_s.items() if v > 0)
+    return [f"MFU             {100 * r.mfu:.1f}% on the NPU simulated (a rank of the last pipeline stage): model "
+            f"FLOPs {r.model_flops:.4g} an iteration at {format_quantity(p.npu.compute_flops, FLOP_PER_S)} peak, "
+            "recomputation not counted",
+            f"parallelism     collectives in flight: {split or 'none'}"]
 
 
 def network_lines(s: Solution) -> list[str]:
@@ -118,4 +155,4 @@ def simulation_summary(p: Problem, design, res) -> str:
         lines.append(f"SRAM            peak {format_quantity(res.sram_peak_bytes, BYTES)}, mean wait per chunk "
                      f"{t(res.sram_wait_s)}")
     lines.append(f"replay          {res.iterations} iterations, {res.events} events; steady state over the last two")
-    return "\n".join(lines)
+    return _lines(lines)
