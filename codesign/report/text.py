@@ -14,18 +14,33 @@ _INDENT = " " * 16
 
 
 def wrapped(line: str, width: int = WIDTH) -> list[str]:
-    """``line`` cut after a '; ' or ', ' (a clause, then an item) into lines of at most ``width`` characters
-    where it can be, the rest indented to the value column (16)."""
+    """``line`` cut into lines of at most ``width`` characters where it can be, the rest indented to the value
+    column (16): after a '; ' (a clause) if one fits, else after a ', ' (an item), else at a space, never
+    inside parentheses."""
     out = []
     while len(line) > width:
-        cut = max(line.rfind("; ", 17, width), -1)
-        if cut < 0:
-            cut = line.rfind(", ", 17, width)
+        cut = _cut(line, width)
         if cut < 0:
             break
-        out.append(line[:cut + 1])
-        line = _INDENT + line[cut + 2:]
+        out.append(line[:cut].rstrip())
+        line = _INDENT + line[cut:].lstrip()
     return out + [line]
+
+
+def _cut(line: str, width: int) -> int:
+    """Where to cut ``line`` (the index the next line starts at), -1 if nowhere before ``width``: the last
+    clause's end outside parentheses, then inside, then an item's end outside, a space outside, an item inside."""
+    depth, best = 0, {}
+    for i, ch in enumerate(line[:width + 1]):
+        depth += (ch == "(") - (ch == ")")
+        if i > 17 and ch == " ":
+            for sep in ("; ", ", "):
+                if line[i - 1:i + 1] == sep:
+                    best[(sep, depth == 0)] = i + 1
+            if depth == 0:
+                best[(" ", True)] = i + 1
+    order = (("; ", True), ("; ", False), (", ", True), (" ", True), (", ", False))
+    return next((best[k] for k in order if k in best), -1)
 
 
 def _lines(lines: list[str]) -> str:
