@@ -171,3 +171,19 @@ def test_mfu_is_the_builders_model_flops_over_time_npus_and_peak(tmp_path):
 def test_no_mfu_for_a_workload_that_is_no_llm(quickstart):
     text, _ = quickstart
     assert "MFU" not in text
+
+
+def test_solve_json_of_an_llm_carries_its_mfu(tmp_path, capsys):
+    path = _small_gpt(tmp_path, tensor_parallel=4, pipeline_parallel=1, data_parallel=16, tensor_dims=[0],
+                      pipeline_dims=[], data_dims=[1, 2], recompute="none", zero=0)
+    assert main(["solve", str(path), "--json", "--no-validate"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert 0 < doc["llm"]["mfu"] < 1 and set(doc["llm"]["comm_in_flight_s"]) == {"tensor", "pipeline", "data"}
+
+
+def test_simulate_out_writes_the_trace_too(quickstart, tmp_path, capsys):
+    _, out = quickstart
+    sim = tmp_path / "sim"
+    assert main(["simulate", QUICKSTART, "--solution", str(out / "solution.json"), "--out", str(sim)]) == 0
+    doc = json.loads((sim / "trace.json").read_text())
+    assert any(e["ph"] == "X" for e in doc["traceEvents"])
