@@ -2,6 +2,7 @@
 it, and every relative link in docs/*.md reaches a file."""
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 from pathlib import Path
@@ -76,3 +77,56 @@ def test_relative_links_in_docs_resolve_to_files(page: Path):
         if not path.is_file() or ROOT not in path.parents:
             broken.append(target)
     assert not broken, f"{page.relative_to(ROOT)}: links to no file in the repository: {broken}"
+
+
+# ---------------------------------------------------------------- what the docs show is what the program prints
+
+import shown as _shown  # noqa: E402  (tests/shown.py: the convention and the runner, shared with test_readme)
+
+PAGES = sorted(DOCS.glob("*.md")) + [ROOT / "README.md"]
+SHOWN = [s for page in PAGES for s in _shown.shown_outputs(page)]
+#: The first words of lines codesign's reports print: an indented block of them shows a command's output, so it
+#: must name its command (``<!-- output of: ... -->``) and be checked.
+REPORT_LINES = re.compile(r"^    (problem {9}\S|design {10}\S|iteration time  \S|solver {10}(optimal|time_limit|"
+                          r"feasible)|replayed {8}\S|Pareto front of |ASTRA-sim 1\.0 mode: )", re.M)
+
+
+@pytest.mark.parametrize("case", SHOWN, ids=lambda s: f"{s.page}:{s.line}")
+def test_each_command_a_page_shows_prints_what_it_shows(case):
+    assert case.lines, f"{case.page}:{case.line}: the marked command shows no output block"
+    problem = _shown.mismatch(case)
+    assert problem is None, problem
+
+
+def test_every_block_of_report_lines_names_its_command():
+    unmarked = []
+    for page in PAGES:
+        text = page.read_text()
+        marked = {s.line for s in _shown.shown_outputs(page)}
+        for m in REPORT_LINES.finditer(text):
+            line = text[:m.start()].count("\n") + 1
+            above = text[:m.start()].split("\n")
+            # the marker stands above the block, with at most blank lines and the block's own lines between
+            k = len(above) - 2
+            while k >= 0 and (not above[k].strip() or above[k].startswith("    ")):
+                k -= 1
+            if k < 0 or (k + 1) not in marked:
+                unmarked.append(f"{page.relative_to(ROOT)}:{line}")
+    assert not unmarked, "shown output without '<!-- output of: COMMAND -->' above it: " + ", ".join(unmarked)
+
+
+def test_the_comparison_catches_a_figure_that_is_not_printed():
+    ok = _shown.Shown("t", 1, "codesign validate problems/quickstart.yaml",
+                      ("...quickstart.yaml: valid. mlp4: 4 layers",))
+    wrong = dataclasses.replace(ok, lines=("...quickstart.yaml: valid. mlp4: 5 layers",))
+    assert _shown.mismatch(ok) is None
+    assert "prints no line" in _shown.mismatch(wrong)
+    assert _shown.pattern("a ... b").match("a 12.3 s b c") and not _shown.pattern("a 1 b").match("a 12 b")
+
+
+def test_the_shipped_astra_sim_samples_are_astra_sims_own():
+    shipped = sorted((ROOT / "problems" / "astra").glob("network/*.json")) + \
+        sorted((ROOT / "problems" / "astra").glob("system/*.txt"))
+    assert {p.name for p in shipped} >= {"sample_Torus3D.json", "sample_torus_sys.txt"}
+    for p in shipped:
+        assert p.read_bytes() == (ROOT / "tests" / "data" / "astra" / p.parent.name / p.name).read_bytes(), p

@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import SpecError
 from ..spec.files import inside
 from ..spec.outputs import claim_file, output_file, write_output
+from ..spec.units import SECONDS, format_quantity
 from .progress import ProgressBar, wanted
 
 Handler = Callable[[argparse.Namespace], int]
@@ -254,7 +255,7 @@ def pareto_command(args: argparse.Namespace) -> int:
         best = min(front.points, key=lambda p: p.x * p.y)
         cost = metric(best.solution, "network_cost")
         print(f"perf per cost   least iteration time x network cost on the front: {cost:.4g} {problem.network.unit}, "
-              f"{best.solution.iteration_time_s * 1e3:.4g} ms: {point_text(best.solution)}")
+              f"{format_quantity(best.solution.iteration_time_s, SECONDS)}: {point_text(best.solution)}")
     if front.as_posed is not None:
         a = front.as_posed
         print(f"as posed        {front.x} {metric(a, front.x) * sx:.4g} {ux}, "
@@ -278,6 +279,11 @@ def pareto_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _us(x: float) -> str:
+    """A time given in microseconds, as every time is printed."""
+    return format_quantity(x * 1e-6, SECONDS)
+
+
 def shadow_command(args: argparse.Namespace) -> int:
     from ..pipeline.shadow import shadow_prices
     from ..pipeline.solution import design_text
@@ -292,14 +298,17 @@ def shadow_command(args: argparse.Namespace) -> int:
                           "iteration_time_s": rep.iteration_time_s, "prices": [p.__dict__ for p in rep.prices]},
                          indent=2))
         return 0
-    print(f"design          {design_text(sol.design)}; iteration time {rep.iteration_time_s * 1e3:.4f} ms "
+    period = format_quantity(rep.iteration_time_s, SECONDS, 5)
+    print(f"design          {design_text(sol.design)}; iteration time {period} "
           f"({sol.order_policy.upper()} order held fixed)")
     if sol.status != "optimal":  # the prices are this design's, which the solve did not prove the best
         gap = f", gap {sol.gap:.2%}" if sol.gap is not None else ""
         print(f"note: the design was not proven optimal ({sol.status}{gap}): the prices are at this design")
     print(rep.table())
-    best = max((p for p in rep.prices if not p.at_limit), key=lambda p: p.saves_us_per_step, default=None)
-    if best is not None and best.saves_us_per_step > 0:
-        print(f"one more {best.step_label} of {best.label} is worth {best.saves_us_per_step:.4g} us per iteration "
-              f"at the margin ({best.plus_step_us:.4g} us re-evaluated with the whole step)")
+    # The headline is the replay's figure for the whole step: the marginal one is a dual, which may overstate it
+    best = max((p for p in rep.prices if not p.at_limit and p.plus_step_us is not None),
+               key=lambda p: p.plus_step_us, default=None)
+    if best is not None and best.plus_step_us > 0:
+        print(f"one more {best.step_label} of {best.label} saves {_us(best.plus_step_us)} per iteration (replayed; "
+              f"{_us(best.saves_us_per_step)} at the margin)")
     return 0

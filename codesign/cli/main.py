@@ -52,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--time-limit", type=float, metavar="S", help="solver time limit in seconds")
     s.add_argument("--solver", metavar="NAME",
                    help="solver profile (default, fast, exact; from solvers/ or shipped) or a YAML path")
-    s.add_argument("--out", metavar="DIR", help="write solution.json, schedule.csv, summary.txt and gantt.png here")
+    s.add_argument("--out", metavar="DIR", help="write solution.json, schedule.csv, summary.txt, gantt.png and, "
+                   "with the replay, timeline.png and trace.json here")
     s.add_argument("--no-validate", action="store_true", help="skip the replay of the solution in the simulator")
     s.add_argument("--verbose", action="store_true",
                    help="model diagnostics: sizes, largest big-M, root LP bound against the final bound")
@@ -66,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("problem", nargs="?", help="problem YAML file (every engine resource fixed, or --solution)")
     m.add_argument("--solution", metavar="FILE", help="solution.json from 'solve --out': its design and order")
     m.add_argument("--iterations", type=int, default=8, metavar="N", help="iterations to replay (default 8)")
-    m.add_argument("--out", metavar="DIR", help="write simulation.json and timeline.png here")
+    m.add_argument("--out", metavar="DIR", help="write simulation.json, timeline.png and trace.json here")
     m.add_argument("--astra-workload", metavar="W", help="ASTRA-sim 1.0 workload text file")
     m.add_argument("--astra-network", metavar="N", help="ASTRA-sim analytical network JSON")
     m.add_argument("--astra-system", metavar="S", help="ASTRA-sim system text file")
@@ -96,26 +97,35 @@ def _solve(args: argparse.Namespace) -> int:
     out = output_dir(args.out) if args.out else None  # a wrong --out is found now, not after the solve
     if out is not None:
         claim_outputs(out, OUTPUTS)
-    sol = solve(problem, time_limit=args.time_limit, diagnose=args.verbose, refine_s=args.refine, started=args.started)
-    if sol.compute_order is not None:  # the reports show the program the solve ran
-        from ..milp.compute_order import with_compute_order
-        problem = with_compute_order(problem, order=sol.compute_order)[0]
-    val = None
-    if not args.no_validate:
-        from ..pipeline.validation import validate
-        val = validate(problem, sol)
+    from .progress import Ticker
     unwritten = None  # a file that could not be written: said after the answer, which is printed all the same
-    if out is not None:
-        try:
-            written = write_outputs(sol, problem, out, validation=val)
-        except SpecError as e:
-            unwritten = e
+    with Ticker(f"solving {args.problem}") as ticker:  # a line on a terminal while a long solve works
+        ticker.stage("searching")
+        sol = solve(problem, time_limit=args.time_limit, diagnose=args.verbose, refine_s=args.refine,
+                    started=args.started)
+        if sol.compute_order is not None:  # the reports show the program the solve ran
+            from ..milp.compute_order import with_compute_order
+            problem = with_compute_order(problem, order=sol.compute_order)[0]
+        val = None
+        if not args.no_validate:
+            from ..pipeline.validation import validate
+            ticker.stage("replaying the answer")
+            val = validate(problem, sol)
+        if out is not None:
+            ticker.stage(f"writing {out}")
+            try:
+                written = write_outputs(sol, problem, out, validation=val)
+            except SpecError as e:
+                unwritten = e
     if args.json:
         doc = sol.to_dict()
         if problem.workload.memory_bytes:
             doc["memory_per_npu_bytes"] = dict(problem.workload.memory_bytes)
         if val is not None:
             doc["validation"] = val.to_dict()
+        from ..report.llm import llm_report
+        if (llm := llm_report(sol, problem)) is not None:
+            doc["llm"] = llm.to_dict()
         print(json.dumps(doc, indent=2))
     else:
         print(summary(sol, problem, val))
@@ -213,8 +223,10 @@ def _simulate(args: argparse.Namespace) -> int:
     if out is not None:
         text = json.dumps(doc, indent=2)
         try:
+            from ..report.trace import write_trace
             record_outputs(out, SIMULATION_OUTPUTS, {"simulation.json": lambda f: f.write(text.encode()),
-                                                     "timeline.png": lambda f: timeline_png(res, problem, f)})
+                                                     "timeline.png": lambda f: timeline_png(res, problem, f),
+                                                     "trace.json": lambda f: write_trace(res, problem, f)})
         except SpecError as e:
             unwritten = e
     if args.json:
@@ -232,13 +244,16 @@ def _simulate(args: argparse.Namespace) -> int:
 #: problem's iteration costs seconds to replay; ``--iterations 1e9`` would never end.
 MAX_ITERATIONS = 1000
 #: The files ``simulate --out`` writes.
-SIMULATION_OUTPUTS = ("simulation.json", "timeline.png")
+SIMULATION_OUTPUTS = ("simulation.json", "timeline.png", "trace.json")
 
 
 def simulation_doc(problem, design, res) -> dict:
+    from ..pipeline.solution import design_keys
     from ..schedule.bounds import lower_bound
     lb = lower_bound(problem, design)
-    return {"problem": problem.name, "engine": problem.engine.kind, "design": dict(design.values),
+    keys = design_keys()  # named as solve --json names them
+    return {"problem": problem.name, "engine": problem.engine.kind,
+            "design": {keys.get(k, k): v for k, v in design.values.items()},
             "iteration_time_s": res.period_s, "compute_time_s": res.compute_time_s,
             "nominal_compute_s": res.nominal_compute_s, "exposed_comm_s": res.exposed_comm_s,
             "lower_bound_s": lb.bound_s, "utilization": res.utilization, "dim_stretch": res.dim_stretch,

@@ -114,3 +114,53 @@ def wanted(flag: bool, quiet: bool = False) -> bool | None:
     if quiet:
         return False
     return True if flag else None
+
+
+class Ticker:
+    """A command's one progress line while it works without counts to show (``codesign solve``): after
+    ``after_s`` seconds, on a terminal only, ``what: N s elapsed`` redrawn each second on stderr, erased when
+    the work ends (a solve of a second or two prints nothing; a pipe or log never gets the line).
+    ``stage(text)`` names what it is doing now (searching, replaying the answer, writing files)."""
+
+    def __init__(self, what: str, stream: TextIO | None = None, *, after_s: float = 3.0, every_s: float = 1.0,
+                 enabled: bool | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.enabled = tty if enabled is None else enabled
+        self.what, self.after_s, self.every_s, self.clock = what, after_s, every_s, clock
+        self._stage = ""
+        self._shown = False
+        self._thread = None
+        import threading
+        self._stop = threading.Event()
+
+    def stage(self, text: str) -> None:
+        self._stage = text
+
+    def line(self, elapsed_s: float) -> str:
+        return f"{self.what}: {self._stage + ', ' if self._stage else ''}{_duration(elapsed_s)} elapsed"
+
+    def _run(self, start: float) -> None:
+        if self._stop.wait(self.after_s):
+            return
+        while True:
+            self.stream.write("\r" + self.line(self.clock() - start) + "\x1b[K")
+            self.stream.flush()
+            self._shown = True
+            if self._stop.wait(self.every_s):
+                return
+
+    def __enter__(self) -> Ticker:
+        if self.enabled:
+            import threading
+            self._thread = threading.Thread(target=self._run, args=(self.clock(),), daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            if self._shown:  # erase it: the report follows on stdout, and a terminal shows both
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()

@@ -286,6 +286,10 @@ def _nondominated(sols: list[Solution], x: str, y: str) -> tuple[list[Solution],
     return out, dropped
 
 
+#: A front of more points than this numbers them on the picture instead of naming their designs.
+MAX_NAMED = 8
+
+
 def plot_front(front: ParetoFront, path: Path) -> Path:
     """The front as a staircase (the best y reachable within each x), its ends and the problem as posed."""
     import matplotlib
@@ -304,8 +308,10 @@ def plot_front(front: ParetoFront, path: Path) -> Path:
                 linewidth=1.2, alpha=0.7, linestyle="-" if walked else "--",
                 label=None if walked else "not walked (the exact walk's point limit)")
     ax.plot(xs, ys, "o", color="#4C72B0", markersize=5, label="Pareto-optimal designs")
-    for p, px, py in zip(front.points, xs, ys):
-        ax.annotate(point_text(p.solution), (px, py), textcoords="offset points", xytext=(4, 4), fontsize=6)
+    many = len(front.points) > MAX_NAMED  # then each point is numbered as the table and the CSV list it
+    for i, (p, px, py) in enumerate(zip(front.points, xs, ys)):
+        ax.annotate(str(i + 1) if many else point_text(p.solution), (px, py), textcoords="offset points",
+                    xytext=(4, 4), fontsize=6)
     for p, px, py in zip(front.points, xs, ys):
         if p.role:
             ax.plot(px, py, "s", markersize=10, markerfacecolor="none", markeredgecolor="#DD8452", markeredgewidth=1.5)
@@ -318,13 +324,16 @@ def plot_front(front: ParetoFront, path: Path) -> Path:
     ax.set_xlabel(LABELS[front.x])
     ax.set_ylabel(LABELS[front.y])
     name = front.as_posed.problem if front.as_posed else (front.points[0].solution.problem if front.points else "")
-    ax.set_title(f"{name}: {front.y.replace('_', ' ')} vs {front.x.replace('_', ' ')}, {len(front.points)} points "
+    ax.set_title(f"{name}: {front.y.replace('_', ' ')} vs {front.x.replace('_', ' ')}, {len(front.points)} points\n"
                  f"({front.method})", fontsize=9)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    if many:
+        ax.text(1.01, 0.7, "point n: the n-th row of\n'codesign pareto' (and --csv)", transform=ax.transAxes,
+                fontsize=7, va="top")  # (under the legend, clear of the points' labels)
     fig.tight_layout()
     if isinstance(path, Path):
         path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, format="png")  # (or to an open file, from the output layer)
+    fig.savefig(path, dpi=120, format="png", bbox_inches="tight")  # (or to an open file, from the output layer)
     plt.close(fig)
     return path

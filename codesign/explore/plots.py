@@ -89,7 +89,7 @@ def plot_sweep(df: Any, params: Sequence[Any], out_prefix: str | Path, *,
             ax.set_ylabel(label)
             ax.grid(True, alpha=0.3)
             if others and draw_lines and metric == metrics[0]:
-                ax.legend(fontsize=6)
+                ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(0.0, -0.22), ncol=2)  # below, off the data
         missing = len(rows) - len(ok)
         fig.suptitle(f"{df['problem'].iloc[0] if len(df) else ''}: sweep of {col}"
                      + (f" ({missing} point(s) without an answer)" if missing else ""), fontsize=10)

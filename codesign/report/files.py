@@ -11,9 +11,10 @@ from ..problem.model import Problem
 from ..spec.outputs import Fill, record_outputs
 from .plots import gantt, timeline_png
 from .text import summary
+from .trace import write_trace
 
 #: Every file ``write_outputs`` may write.
-OUTPUTS = ("solution.json", "schedule.csv", "summary.txt", "gantt.png", "timeline.png")
+OUTPUTS = ("solution.json", "schedule.csv", "summary.txt", "gantt.png", "timeline.png", "trace.json")
 
 
 def text_fill(text: str) -> Fill:
@@ -23,7 +24,7 @@ def text_fill(text: str) -> Fill:
 
 def output_files(s: Solution, p: Problem, *, plot: bool = True, validation=None) -> dict[str, Fill]:
     """What a solve writes, name -> fill: solution.json, schedule.csv, summary.txt, gantt.png and, when validated,
-    timeline.png. Each is made when written, so a picture costs nothing until then."""
+    timeline.png and trace.json. Each is made when written, so a picture costs nothing until then."""
     doc = s.to_dict()
     if validation is not None:
         doc["validation"] = validation.to_dict()
@@ -38,6 +39,8 @@ def output_files(s: Solution, p: Problem, *, plot: bool = True, validation=None)
         files["gantt.png"] = lambda f: gantt(s, f)
         if validation is not None:
             files["timeline.png"] = lambda f: timeline_png(validation.sim, p, f)
+    if validation is not None:
+        files["trace.json"] = lambda f: write_trace(validation.sim, p, f)
     return files
 
 

@@ -4,10 +4,47 @@ from __future__ import annotations
 
 from ..pipeline.solution import Solution, design_text
 from ..problem.model import Problem
-from ..spec.units import BYTES, BYTES_PER_S, SECONDS, format_quantity
+from ..spec.units import BYTES, BYTES_PER_S, FLOP_PER_S, SECONDS, format_quantity
 
 #: The unit each objective is reported in ("custom": an extra hook's own objective, in its own units).
 OBJECTIVE_UNITS = {"iteration_time": "s", "area": "mm^2", "power": "W", "network_cost": "", "custom": ""}
+#: The widest line a report prints: longer ones continue on the next, under the value column.
+WIDTH = 120
+_INDENT = " " * 16
+
+
+def wrapped(line: str, width: int = WIDTH) -> list[str]:
+    """``line`` cut into lines of at most ``width`` characters where it can be, the rest indented to the value
+    column (16): after a '; ' (a clause) if one fits, else after a ', ' (an item), else at a space, never
+    inside parentheses."""
+    out = []
+    while len(line) > width:
+        cut = _cut(line, width)
+        if cut < 0:
+            break
+        out.append(line[:cut].rstrip())
+        line = _INDENT + line[cut:].lstrip()
+    return out + [line]
+
+
+def _cut(line: str, width: int) -> int:
+    """Where to cut ``line`` (the index the next line starts at), -1 if nowhere before ``width``: the last
+    clause's end outside parentheses, then inside, then an item's end outside, a space outside, an item inside."""
+    depth, best = 0, {}
+    for i, ch in enumerate(line[:width + 1]):
+        depth += (ch == "(") - (ch == ")")
+        if i > 17 and ch == " ":
+            for sep in ("; ", ", "):
+                if line[i - 1:i + 1] == sep:
+                    best[(sep, depth == 0)] = i + 1
+            if depth == 0:
+                best[(" ", True)] = i + 1
+    order = (("; ", True), ("; ", False), (", ", True), (" ", True), (", ", False))
+    return next((best[k] for k in order if k in best), -1)
+
+
+def _lines(lines: list[str]) -> str:
+    return "\n".join(piece for line in lines for piece in wrapped(line))
 
 
 def summary(s: Solution, p: Problem, validation=None) -> str:
@@ -41,7 +78,7 @@ def summary(s: Solution, p: Problem, validation=None) -> str:
         if x is None:
             return "n/a"
         if s.objective_kind == "iteration_time":
-            return f"{x * 1e6:.6g} us"
+            return format_quantity(x, SECONDS, digits=6)
         unit = s.network.unit if s.objective_kind == "network_cost" and s.network else OBJECTIVE_UNITS[s.objective_kind]
         return f"{x:.6g} {unit}".rstrip()
     obj, bound = val(s.objective), val(s.objective_bound)
@@ -62,9 +99,24 @@ def summary(s: Solution, p: Problem, validation=None) -> str:
         v = validation
         lines.append(f"replayed        {t(v.simulated_s)} ({100 * v.rel_diff:+.1f}% against the answer; resource-load "
                      f"bound {t(v.bound.bound_s)}, set by {v.bound.binding}; {v.sim.events} events)")
+    lines.extend(llm_lines(s, p))
     for n in s.notes:
         lines.append(f"note            {n}")
-    return "\n".join(lines)
+    return _lines(lines)
+
+
+def llm_lines(s: Solution, p: Problem) -> list[str]:
+    """An LLM workload's model FLOPs utilization and its communication by parallelism (nothing otherwise)."""
+    from .llm import llm_report
+    r = llm_report(s, p)
+    if r is None:
+        return []
+    t = lambda x: format_quantity(x, SECONDS)  # noqa: E731
+    split = ", ".join(f"{k} {t(v)} ({t(r.exposed_s[k])} exposed)" for k, v in r.in_flight_s.items() if v > 0)
+    return [f"MFU             {100 * r.mfu:.1f}% on the NPU simulated (a rank of the last pipeline stage): model "
+            f"FLOPs {r.model_flops:.4g} an iteration at {format_quantity(p.npu.compute_flops, FLOP_PER_S)} peak, "
+            "recomputation not counted",
+            f"parallelism     collectives in flight: {split or 'none'}"]
 
 
 def network_lines(s: Solution) -> list[str]:
@@ -136,4 +188,4 @@ def simulation_summary(p: Problem, design, res) -> str:
     mem = memory_line(p)
     if mem:
         lines.append(mem)
-    return "\n".join(lines)
+    return _lines(lines)

@@ -132,12 +132,16 @@ def _parse_text(value: str, dim: Dimension) -> float:
     raise UnitError(f"unknown unit {shown(unit, 20)} in {shown(value)}; expected {dim.name} such as {example(dim)}")
 
 
-def format_quantity(value: float, dim: Dimension) -> str:
-    """A short human string for an SI value: 2.5e-6 s -> '2.5 us', 4194304 B -> '4 MiB'."""
+def format_quantity(value: float, dim: Dimension, digits: int = 4) -> str:
+    """A short human string for an SI value, in the unit a person would pick for its magnitude, to ``digits``
+    significant digits: 2.5e-6 s -> '2.5 us', 13.4493 s -> '13.45 s', 4194304 B -> '4 MiB'. Every time codesign
+    prints goes through here, so one figure never reads '1.34493e+07 us'."""
     if dim is SECONDS:
         for unit, f in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-            if abs(value) >= f or unit == "ns":
-                return f"{value / f:.4g} {unit}"
+            # (a value that rounds up to 1000 of a unit is shown in the next unit up: 999.99 us -> '1 ms')
+            if abs(float(f"{value / f:.{digits}g}")) >= 1 or unit == "ns":
+                x = value / f
+                return f"{x:.0f} {unit}" if abs(x) >= 10**digits else f"{x:.{digits}g} {unit}"
     if dim is BYTES:
         for unit, f in (("TiB", 2.0**40), ("GiB", 2.0**30), ("MiB", 2.0**20), ("KiB", 2.0**10)):
             if abs(value) >= f:
