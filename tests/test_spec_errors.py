@@ -262,7 +262,7 @@ def test_unknown_key_without_a_near_one_lists_valid_keys(tmp_path, doc, capsys):
     path = write(tmp_path, doc)
     expect_error(path, capsys, key="npu.zzz", line=line_of(path, "zzz:"),
                  phrase="unknown key 'zzz'; valid keys: compute, hbm_bandwidth, cores, core_reduce_rate, "
-                        "compute_hbm_utilization")
+                        "compute_hbm_utilization, profile, hbm_capacity, compute_model")
 
 
 # ------------------------------------------------------------------ missing required keys

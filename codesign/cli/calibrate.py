@@ -84,6 +84,9 @@ def calibrate_command(args: argparse.Namespace) -> int:
     from ..calibrate.accuracy import platform_of
     from ..calibrate.fit import fit_compute, fit_link, read_nccl
     from ..calibrate.runs import read_runs
+    from ..problem.platforms import profile_path
+    from ..spec.files import read_user_file
+    from ..spec.readers import Ctx
 
     if args.every < 1 or args.iterations < 1:
         raise SpecError("expected a whole number >= 1", path="--every" if args.every < 1 else "--iterations")
@@ -91,11 +94,12 @@ def calibrate_command(args: argparse.Namespace) -> int:
     if out.exists() or out.is_symlink():
         _new_file(args.out)  # the same one-line refusal, before any work
     cl, gpu = platform_of(args.platform)
+    gpu_file = profile_path(Ctx(cl.file), cl.gpu, "gpu", None)
     command = "codesign calibrate " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["calibrate"] else ""
     if args.what == "collectives":
         samples = [s for f in args.data for s in read_nccl(f)]
         link, errors = fit_link(samples, cl.intra_node.algorithm)
-        doc = yaml.safe_load(Path(cl.file).read_text(encoding="utf-8"))
+        doc = yaml.safe_load(read_user_file(cl.file, what="platform profile"))
         doc["intra_node"] = {**doc.get("intra_node", {}), "bandwidth": f"{link.bandwidth / 1e9:.2f} GB/s",
                              "latency": f"{link.latency * 1e6:.3f} us", "algorithm": link.algorithm}
         summary = _residuals(errors)
@@ -109,8 +113,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
                           progress=lambda i, e: print(f"iteration {i}: mean absolute error {100 * e:.2f}%",
                                                       file=sys.stderr))
         m = fit.model
-        doc = yaml.safe_load(Path(cl.file).parent.joinpath(f"{cl.gpu}.yaml").read_text(encoding="utf-8")) \
-            if not cl.gpu.endswith((".yaml", ".yml")) else yaml.safe_load(Path(cl.gpu).read_text(encoding="utf-8"))
+        doc = yaml.safe_load(read_user_file(gpu_file, what="platform profile"))
         cm = doc["npu"]["compute_model"]
         cm.update({"gemm_efficiency": round(m.gemm_efficiency, 4), "memory_efficiency": round(m.memory_efficiency, 4),
                    "kernel_overhead": f"{m.kernel_overhead_s * 1e6:.3f} us",

@@ -382,8 +382,8 @@ def topology(ctx: Ctx, t: Any, top: YMap) -> tuple[Topology, Network | None]:
     return topo, Network(tuple(options), tuple(costs), budget, unit, tuple(tols))
 
 
-NPU_KEYS = ("profile", "compute", "hbm_bandwidth", "hbm_capacity", "cores", "core_reduce_rate",
-            "compute_hbm_utilization", "compute_model")
+NPU_KEYS = ("compute", "hbm_bandwidth", "cores", "core_reduce_rate", "compute_hbm_utilization", "profile",
+            "hbm_capacity", "compute_model")
 MODEL_KEYS = ("sms", "l2_bandwidth", "gemm_efficiency", "memory_efficiency", "kernel_overhead", "host_overhead")
 
 
