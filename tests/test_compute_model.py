@@ -366,3 +366,25 @@ def test_memory_by_hand_and_the_capacity_check(tmp_path):
                        text=True, timeout=120)
     assert r.returncode == 2 and "more than the NPU's HBM capacity of 80.0 GiB" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_calibrate_writes_a_profile_a_problem_can_name_and_never_over_a_users_file(tmp_path):
+    """calibrate collectives: the written cluster profile holds the fitted link and reads back as a profile; a
+    file of the user's at --out is refused before any work (exit 2, one line) and kept."""
+    nccl = ROOT / "data/measured/calibration/nccl_allreduce/v100/allreduce_8gpu.csv"
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("my notes\n")
+    r = subprocess.run([sys.executable, "-m", "codesign", "calibrate", "collectives", str(nccl), "--platform",
+                        "dgx1-v100", "--out", str(mine)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and mine.read_text() == "my notes\n"
+    out = tmp_path / "fitted.yaml"
+    r = subprocess.run([sys.executable, "-m", "codesign", "calibrate", "collectives", str(nccl), "--platform",
+                        "dgx1-v100", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    from codesign.calibrate.fit import fit_link, read_nccl
+    from codesign.problem.platforms import cluster
+    from codesign.spec.readers import Ctx
+    link, _ = fit_link(read_nccl(nccl))
+    cl = cluster(Ctx(str(tmp_path / "p.yaml")), "fitted.yaml")
+    assert cl.intra_node.bandwidth == pytest.approx(link.bandwidth, rel=1e-4)
+    assert cl.intra_node.latency == pytest.approx(link.latency, rel=1e-3)

@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
@@ -33,7 +32,7 @@ def register(sub: Any) -> dict[str, Handler]:
     c.add_argument("what", choices=("compute", "collectives"), help="what to fit")
     c.add_argument("data", nargs="+", help="compute: one runs CSV; collectives: nccl-tests tables (..._<N>gpu.csv)")
     c.add_argument("--platform", required=True, metavar="NAME", help="the cluster profile to start from")
-    c.add_argument("--out", required=True, metavar="FILE", help="the fitted profile, a new .yaml file")
+    c.add_argument("--out", required=True, metavar="FILE", help="the fitted profile (.yaml)")
     c.add_argument("--every", type=int, default=1, metavar="K", help="compute: fit every K-th run (default 1)")
     c.add_argument("--iterations", type=int, default=6, metavar="N", help="compute: LP iterations at most")
     return {"accuracy": accuracy_command, "calibrate": calibrate_command}
@@ -67,17 +66,6 @@ def accuracy_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _new_file(path: str) -> Any:
-    """Open ``path`` for writing only if nothing is there (no file, no link): a fitted profile never replaces one."""
-    try:
-        return open(path, "x", encoding="utf-8")  # noqa: SIM115 - the caller closes it
-    except FileExistsError:
-        raise SpecError("exists; codesign calibrate writes a new file only (name another, or move it)",
-                        path="--out", file=path) from None
-    except OSError as e:
-        raise SpecError(f"cannot be written: {e.strerror}", path="--out", file=path) from None
-
-
 def calibrate_command(args: argparse.Namespace) -> int:
     import yaml
 
@@ -86,13 +74,12 @@ def calibrate_command(args: argparse.Namespace) -> int:
     from ..calibrate.runs import read_runs
     from ..problem.platforms import profile_path
     from ..spec.files import read_user_file
+    from ..spec.outputs import claim_file, write_output
     from ..spec.readers import Ctx
 
     if args.every < 1 or args.iterations < 1:
         raise SpecError("expected a whole number >= 1", path="--every" if args.every < 1 else "--iterations")
-    out = Path(args.out)
-    if out.exists() or out.is_symlink():
-        _new_file(args.out)  # the same one-line refusal, before any work
+    out = claim_file(args.out)  # a file of the user's there, or a link, stops the command now, before any work
     cl, gpu = platform_of(args.platform)
     gpu_file = profile_path(Ctx(cl.file), cl.gpu, "gpu", None)
     command = "codesign calibrate " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["calibrate"] else ""
@@ -124,10 +111,10 @@ def calibrate_command(args: argparse.Namespace) -> int:
               f"kernel_overhead {m.kernel_overhead_s * 1e6:.3f} us, host_overhead {m.host_overhead_s * 1e6:.2f} us; "
               f"{len(errors)} runs, {summary}")
     doc["calibration"] = {"command": command, "residuals": summary}
-    with _new_file(args.out) as f:
-        f.write(f"# fitted by: {command}\n" if command else "")
-        yaml.safe_dump(doc, f, sort_keys=False, allow_unicode=True, width=110)
-    print(f"wrote {args.out}")
+    text = (f"# fitted by: {command}\n" if command else "") + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True,
+                                                                             width=110)
+    write_output(out, lambda f: f.write(text.encode()))
+    print(f"wrote {out}")
     return 0
 
 
