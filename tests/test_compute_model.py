@@ -229,6 +229,9 @@ def read_runs_text(row: str, tmp=Path("/tmp")):
     ("3.6,64,512,8,3072,32,30,2048,1,32,1,3566", "# GPUs"),            # 1 x 32 x 1 is not 64
     ("3.6,64,512,x,3072,32,30,2048,1,64,1,3566", "micro batch"),
     ("3.6,64,512,8,3072,32,30,2048,1,64,1,-5", "iteration time (ms)"),
+    ("3.6,64,512,8,3072,30,30,2048,1,64,1,3566", "(row): this run's configuration: hidden 3072 is not a multiple"),
+    ("3.6,64,512,8,3072,32,1099511627776,2048,1,64,1,3566", "# layers"),     # refused before a model of 2^40
+    ("3.6,64,512,8,3072,32,30,2048,1,64,1,1e-300", "iteration time (ms)"),
 ])
 def test_bad_runs_name_line_and_column(tmp_path, row, col):
     f = tmp_path / "runs.csv"
@@ -388,3 +391,14 @@ def test_calibrate_writes_a_profile_a_problem_can_name_and_never_over_a_users_fi
     cl = cluster(Ctx(str(tmp_path / "p.yaml")), "fitted.yaml")
     assert cl.intra_node.bandwidth == pytest.approx(link.bandwidth, rel=1e-4)
     assert cl.intra_node.latency == pytest.approx(link.latency, rel=1e-3)
+
+
+def test_calibrate_compute_refuses_multi_node_runs(tmp_path):
+    """Multi-node runs are what predictions are judged by: calibrate compute refuses to fit one (exit 2, naming
+    its line), before any work."""
+    f = tmp_path / "runs.csv"
+    f.write_text(HEADER + "1,8,16,2,1024,16,4,512,2,4,1,100\n3.6,64,512,8,3072,32,30,2048,8,8,1,5178\n")
+    r = subprocess.run([sys.executable, "-m", "codesign", "calibrate", "compute", str(f), "--platform", "vtrain-a100",
+                        "--out", str(tmp_path / "x.yaml")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and f"{f}:3" in r.stderr and "single-node runs only" in r.stderr, r.stderr
+    assert not (tmp_path / "x.yaml").exists()

@@ -5,9 +5,10 @@ training runs. Both are least-absolute-relative-deviation fits, LPs on HiGHS (``
   time codesign gives an all-reduce of S bytes on a dimension of p GPUs is linear in 1/bandwidth and the
   latency (``platform.costs.link_time``: wire bytes over the bandwidth, plus message steps times hops times
   the latency), so one LP fits them exactly in that model;
-- ``fit_compute``: ``gemm_efficiency``, ``memory_efficiency`` and ``kernel_overhead_s`` from measured
-  iteration times. A simulated iteration is piecewise linear in (1/gemm_efficiency, 1/memory_efficiency,
-  kernel overhead) where the schedule does not change, so the fit is a sequence of LPs, each over the
+- ``fit_compute``: ``gemm_efficiency``, ``memory_efficiency``, ``kernel_overhead_s`` and ``host_overhead_s``
+  from measured iteration times, starting from the profile's values (the fit is local). A simulated iteration
+  is piecewise linear in (1/gemm_efficiency, 1/memory_efficiency, the two overheads) where the schedule does
+  not change, so the fit is a sequence of LPs, each over the
   period's linearization at the last fit (finite differences of the simulation itself), inside a trust
   region that shrinks until the fit stops improving.
 Multi-node training runs are never fitted to: they are what ``codesign accuracy`` judges predictions by.

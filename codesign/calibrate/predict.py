@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..errors import SpecError
 from ..platform.endpoint import NPU, Design, Engine
 from ..platform.topology import Dim, Topology
 from ..problem.model import Problem, ScheduleSpec
@@ -70,18 +71,25 @@ def problem_of(run: Run, cluster: Cluster, gpu: NPU) -> Problem:
     """The run as a problem: the LLM builder's iteration on ``cluster`` with ``gpu``, engine ideal."""
     lay = layout(run, cluster)
     sizes = tuple(d.size for d in lay.topology.dims)
-    w = llm(layers=run.layers, hidden=run.hidden, heads=run.heads, seq_len=run.seq_len, vocab=run.vocab,
+    try:
+        w = _workload(run, lay, sizes)
+    except ValueError as e:  # the row's configuration, as the LLM builder checks it: the user's data
+        raise SpecError(f"this run's configuration: {e}", file=run.file, line=run.line, path="(row)") from None
+    if gpu.compute_model is not None:
+        from ..platform.compute import price
+        w = price(w, gpu.compute_model, gpu.hbm_bandwidth)
+    return Problem(name=w.name, workload=w, topology=lay.topology, npu=gpu, engine=Engine("ideal"),
+                   schedule=replace(ScheduleSpec(), chunks=1))
+
+
+def _workload(run: Run, lay: Layout, sizes: tuple[int, ...]):
+    return llm(layers=run.layers, hidden=run.hidden, heads=run.heads, seq_len=run.seq_len, vocab=run.vocab,
             ffn_hidden=run.ffn_hidden, micro_batch=run.micro_batch, global_batch=run.global_batch,
             tensor_parallel=run.tp, pipeline_parallel=run.pp, data_parallel=run.dp, tensor_dims=lay.tensor_dims,
             pipeline_dims=lay.pipeline_dims, data_dims=lay.data_dims, schedule="1f1b", recompute=run.recompute,
             overlap_grad_reduce=run.overlap_grad_reduce, sequence_parallel=run.sequence_parallel,
             virtual_stages=run.virtual_stages,
             name=f"row{run.line}", topology_sizes=sizes)
-    if gpu.compute_model is not None:
-        from ..platform.compute import price
-        w = price(w, gpu.compute_model, gpu.hbm_bandwidth)
-    return Problem(name=w.name, workload=w, topology=lay.topology, npu=gpu, engine=Engine("ideal"),
-                   schedule=replace(ScheduleSpec(), chunks=1))
 
 
 def predict(run: Run, cluster: Cluster, gpu: NPU) -> float:

@@ -54,6 +54,7 @@ class Run:
     ffn_hidden: int
     platform: str
     measured_s: float
+    file: str = ""
 
     @property
     def model(self) -> str:
@@ -63,13 +64,23 @@ class Run:
         return f"h{self.hidden}-l{self.layers}-a{self.heads}-s{self.seq_len}"
 
 
+#: The largest value each whole-number column takes: beyond any run measured (the largest clusters, models and
+#: batches by orders of magnitude), so that a typo is refused before it builds a model of 2^40 layers.
+HI = {"# GPUs": 10 ** 6, "global batch": 10 ** 8, "micro batch": 10 ** 6, "hidden size": 10 ** 6,
+      "attention heads": 10 ** 5, "# layers": 10 ** 5, "sequence length": 10 ** 7, "tensor parallelism": 10 ** 5,
+      "data parallelism": 10 ** 6, "pipeline parallelism": 10 ** 5, "vocabulary": 10 ** 8, "virtual stages": 10 ** 3,
+      "ffn hidden size": 10 ** 7}
+
+
 def _whole(file: str, line: int, col: str, raw: str, lo: int = 1) -> int:
     try:
         v = float(raw)
     except ValueError:
         v = math.nan
-    if not (math.isfinite(v) and v == int(v) and v >= lo and v <= 2 ** 40):
-        raise SpecError(f"expected a whole number >= {lo}, got {raw[:60]!r}", file=file, line=line, path=col)
+    hi = HI.get(col, 10 ** 6)
+    if not (math.isfinite(v) and v == int(v) and lo <= v <= hi):
+        raise SpecError(f"expected a whole number from {lo} to {hi:,}, got {raw[:60]!r}", file=file, line=line,
+                        path=col)
     return int(v)
 
 
@@ -78,8 +89,8 @@ def _positive(file: str, line: int, col: str, raw: str) -> float:
         v = float(raw)
     except ValueError:
         v = math.nan
-    if not (math.isfinite(v) and v > 0):
-        raise SpecError(f"expected a number > 0, got {raw[:60]!r}", file=file, line=line, path=col)
+    if not (math.isfinite(v) and 1e-6 <= v <= 1e12):
+        raise SpecError(f"expected a number from 1e-6 to 1e12, got {raw[:60]!r}", file=file, line=line, path=col)
     return v
 
 
@@ -106,7 +117,7 @@ def _row(file: str, line: int, r: dict[str, str]) -> Run:
               virtual_stages=_whole(file, line, "virtual stages", get("virtual stages")),
               ffn_hidden=_whole(file, line, "ffn hidden size", get("ffn hidden size"), lo=0),
               platform=get("platform"),
-              measured_s=_positive(file, line, "iteration time (ms)", get("iteration time (ms)")) * 1e-3)
+              measured_s=_positive(file, line, "iteration time (ms)", get("iteration time (ms)")) * 1e-3, file=file)
     if run.tp * run.dp * run.pp != run.gpus:
         raise SpecError(f"tensor x data x pipeline parallelism = {run.tp} x {run.dp} x {run.pp} = "
                         f"{run.tp * run.dp * run.pp}, not the {run.gpus} GPUs of '# GPUs'", file=file, line=line,

@@ -96,6 +96,11 @@ def calibrate_command(args: argparse.Namespace) -> int:
         if len(args.data) != 1:
             raise SpecError("compute takes one runs CSV", path="data")
         runs = read_runs(args.data[0])[:: args.every]
+        multi = next((r for r in runs if r.gpus > cl.node_size), None)
+        if multi is not None:  # multi-node runs are what predictions are judged by: never fitted to
+            raise SpecError(f"a run on {multi.gpus} GPUs spans more than one node of {cl.node_size}; calibrate "
+                            "compute fits single-node runs only (codesign accuracy judges multi-node ones)",
+                            file=multi.file, line=multi.line, path="# GPUs")
         fit = fit_compute(runs, cl, gpu, iterations=args.iterations,
                           progress=lambda i, e: print(f"iteration {i}: mean absolute error {100 * e:.2f}%",
                                                       file=sys.stderr))

@@ -13,10 +13,11 @@ micro-batch, h hidden, a heads, t tensor-parallel size; 2-byte activations, 1-by
 - no recomputation: s b h (10 + 24/t + 5 a s / (h t)); with sequence parallelism s b h (34/t + 5 a s / (h t));
 - selective recomputation (the attention core's s^2 terms recomputed): s b h (10 + 24/t), or s b h 34/t with
   sequence parallelism;
-- full recomputation: 2 s b h, each layer's input, plus one layer's activations while its backward runs.
+- full recomputation: 2 s b h, each layer's input (2 s b h / t with sequence parallelism), plus one layer's
+  activations while its backward runs.
 The first stage of 1F1B holds p micro-batches in flight over its l/p layers: l layers' worth; interleaving
 with v chunks adds (p - 1)/(p v) of that ([KORTHIKANTI22] 4.2.3). An MLP of width f scales the 24/t term's
-MLP share (16 of its 24: the two h x f products' inputs, the GeLU's input and the dropout mask) by f / 4h.
+MLP share (16 of its 24: the GeLU's input and FC2's input, 8 each) by f / 4h.
 """
 from __future__ import annotations
 
@@ -52,8 +53,8 @@ def layer_activation_bytes(s: int, b: int, h: int, a: int, t: int, f: int, recom
                            sequence_parallel: bool) -> float:
     """Bytes one Transformer layer keeps for its backward, per micro-batch (module docstring)."""
     sbh = float(s) * b * h
-    if recompute == "full":
-        return 2.0 * sbh
+    if recompute == "full":   # each layer's input, split over the tensor group with sequence parallelism
+        return 2.0 * sbh / (t if sequence_parallel else 1)
     mlp_scale = f / (4.0 * h)
     per_t = 8.0 + 16.0 * mlp_scale          # 24/t at f = 4h: attention's 8, the MLP's 16
     if sequence_parallel:
