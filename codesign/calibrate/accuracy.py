@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..platform.endpoint import NPU
@@ -54,7 +54,6 @@ def platform_of(name: str, base: str | Path = ".") -> tuple[Cluster, NPU]:
     ctx = Ctx(str(Path(base) / "(command line)"))
     cl = cluster(ctx, name)
     pctx, section, gname = gpu_section(Ctx(cl.file), cl.gpu, "gpu", None)
-    from dataclasses import replace
     return cl, replace(read_npu(pctx, section, section, in_profile=True), profile=gname)
 
 

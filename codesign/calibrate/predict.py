@@ -10,15 +10,17 @@ the LLM builder's (``workload.llm``), timed by the GPU profile's compute model.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..errors import SpecError
+from ..platform.compute import price
 from ..platform.endpoint import NPU, Design, Engine
 from ..platform.topology import Dim, Topology
 from ..problem.model import Problem, ScheduleSpec
 from ..problem.platforms import Cluster, Link
 from ..sim.replay import simulate
 from ..workload.llm import llm
+from ..workload.model import Workload
 from .runs import Run
 
 
@@ -76,13 +78,13 @@ def problem_of(run: Run, cluster: Cluster, gpu: NPU) -> Problem:
     except ValueError as e:  # the row's configuration, as the LLM builder checks it: the user's data
         raise SpecError(f"this run's configuration: {e}", file=run.file, line=run.line, path="(row)") from None
     if gpu.compute_model is not None:
-        from ..platform.compute import price
         w = price(w, gpu.compute_model, gpu.hbm_bandwidth)
     return Problem(name=w.name, workload=w, topology=lay.topology, npu=gpu, engine=Engine("ideal"),
-                   schedule=replace(ScheduleSpec(), chunks=1))
+                   schedule=ScheduleSpec(chunks=1))
 
 
-def _workload(run: Run, lay: Layout, sizes: tuple[int, ...]):
+def _workload(run: Run, lay: Layout, sizes: tuple[int, ...]) -> Workload:
+    """The LLM builder's iteration for ``run`` on ``lay`` (ValueError: a configuration it refuses)."""
     return llm(layers=run.layers, hidden=run.hidden, heads=run.heads, seq_len=run.seq_len, vocab=run.vocab,
             ffn_hidden=run.ffn_hidden, micro_batch=run.micro_batch, global_batch=run.global_batch,
             tensor_parallel=run.tp, pipeline_parallel=run.pp, data_parallel=run.dp, tensor_dims=lay.tensor_dims,
