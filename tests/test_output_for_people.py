@@ -187,3 +187,21 @@ def test_simulate_out_writes_the_trace_too(quickstart, tmp_path, capsys):
     assert main(["simulate", QUICKSTART, "--solution", str(out / "solution.json"), "--out", str(sim)]) == 0
     doc = json.loads((sim / "trace.json").read_text())
     assert any(e["ph"] == "X" for e in doc["traceEvents"])
+
+
+def test_mfu_of_a_pipelined_job_counts_every_stage_once(tmp_path):
+    """With pipeline parallelism the simulated NPU is the last stage's, which holds the head: the job's MFU
+    still counts the whole model once (every stage's layers, the head once) over all NPUs, and recomputation
+    (selective here) adds nothing to it."""
+    import codesign
+    from codesign.report.llm import llm_report
+    from codesign.workload import llm as L
+    args = dict(tensor_parallel=4, pipeline_parallel=2, data_parallel=8, tensor_dims=[0], pipeline_dims=[1],
+                data_dims=[2], recompute="selective", zero=0)
+    p = codesign.load_problem(str(_small_gpt(tmp_path, **args)))
+    sol = codesign.solve(p)
+    r = llm_report(sol, p)
+    c = L.config(4, 512, 8, 256, 1000, 0, 1, 32, 4, 2, 8, (0,), (1,), (2,), "1f1b", "none", 0, 2.0, 2.0, 2.0, None)
+    total = r.mfu * sol.iteration_time_s * p.topology.npus * p.npu.compute_flops
+    assert total == pytest.approx(L.model_flops_per_iteration(c), rel=1e-9)
+    assert 0 < r.mfu < 1

@@ -3,11 +3,9 @@ kind of parallelism (tensor, pipeline, data) are in flight, read off a solve's s
 
 MFU, as PaLM (Chowdhery et al. 2022, appendix B) defines it: the model's FLOPs per iteration (a forward and a
 backward of twice its FLOPs for every micro-batch; recomputation is not model work) over the iteration time,
-the NPUs and their peak rate. The program is one NPU's, a tensor-parallel rank of the last pipeline stage, so
-the figure is that NPU's: three times the FLOPs of its program's forward steps over (T x peak). Without
-pipeline parallelism every NPU runs that program and it is the job's MFU (a test holds it to the builder's own
-count, ``workload.llm.model_flops_per_iteration``); with it, the other stages lack the head's FLOPs, so the
-job's MFU is lower by about the head's share over the stages.
+the NPUs and their peak rate. The whole job's FLOPs are the builder's count (``Workload.model_flops_per_npu``:
+every pipeline stage's layers and the head once, not only the simulated NPU's stage); a workload that does not
+state them is judged by its program's NPU, three times the FLOPs of its forward steps.
 """
 from __future__ import annotations
 
@@ -38,7 +36,10 @@ class LLMReport:
 
 
 def model_flops_per_npu(p: Problem) -> float | None:
-    """Model FLOPs of one iteration on one NPU: 3x its program's forward steps (None: no program in FLOPs)."""
+    """Model FLOPs of one iteration per NPU: the workload's own count of the job's, else 3x its program's
+    forward steps (None: no program in FLOPs)."""
+    if p.workload.model_flops_per_npu is not None:
+        return p.workload.model_flops_per_npu
     program = p.workload.program
     if program is None:
         return None

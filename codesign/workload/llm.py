@@ -35,7 +35,7 @@ same bytes per stage, and the first stage's is the one on the critical path.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import llm_kernels as K
 from .builder import Work  # FLOPs and HBM bytes of a compute task: the layer builder's
@@ -630,9 +630,12 @@ def build_llm(c: LLMConfig, name: str = "llm", merge: bool = True) -> Workload:
     b = _LLMBuilder(c, merge)
     program = b.program()
     mem = memory_per_gpu(c)
+    # every stage's layers and the head, not only the program's (last) stage: the job's MFU, not its rank's
+    flops = model_flops_per_iteration(replace(c, recompute="none")) / (c.tp * c.pp * c.dp)
     return Workload(name, "llm", tuple(b.layers), source="codesign.workload.llm (built from the architecture)",
                     program=program, memory_bytes=(("weights", mem.weights), ("gradients", mem.gradients),
-                                                   ("optimizer", mem.optimizer), ("activations", mem.activations)))
+                                                   ("optimizer", mem.optimizer), ("activations", mem.activations)),
+                    model_flops_per_npu=flops)
 
 
 def llm(layers: int = 96, hidden: int = 12288, heads: int = 96, seq_len: int = 2048, vocab: int = 50257,

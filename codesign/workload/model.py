@@ -232,6 +232,9 @@ class Workload:
     #: memory one NPU needs, bytes by what holds it (weights, gradients, optimizer, activations), where the
     #: workload knows it (the LLM builder, ``llm_memory``); empty: not stated
     memory_bytes: tuple[tuple[str, float], ...] = ()
+    #: the model's FLOPs of one iteration over all NPUs divided by the NPUs (recomputation is not model work),
+    #: where the workload knows the whole job and not only the program's NPU (the LLM builder); None: not stated
+    model_flops_per_npu: float | None = None
 
     def graph(self) -> nx.DiGraph:
         """The layer graph: a node per layer (attribute ``layer``), edges in forward data-flow order."""
