@@ -73,6 +73,22 @@ class DesignColumns:
         #: per design: the solution of its floor LP (nan: none), a start for HiGHS (``_start_at_best``)
         self._completion: np.ndarray | None = None
         self.excluded = np.zeros(len(D), dtype=bool)  # designs cut off by ``exclude``
+        self._floor_time = [0.0, 0]  # seconds the floor LPs took, and how many designs they floored
+
+    @property
+    def floor_s_per_design(self) -> float | None:
+        """The mean time (s) a design's floor LP has taken here, building the LP included (None: none yet)."""
+        t = getattr(self, "_floor_time", None)
+        return t[0] / t[1] if t and t[1] else None
+
+    def floors_for(self, idx: np.ndarray, deadline: float) -> None:
+        """Jackson's bound and the floor LP at the designs ``idx`` (a probe of their cost), until ``deadline``."""
+        idx = np.asarray(idx, dtype=np.int64)
+        new = idx[~self.jackson_known[idx]]
+        if len(new):
+            self.jackson[new] = np.maximum(self.jackson[new], self._jackson_at(new))
+            self.jackson_known[new] = True
+        self._relaxed_floors(idx, deadline)
 
     def tabulate(self, limit: int | None = None) -> bool:
         """Give a master without design columns the table of its designs (``designs``, ``fits``, the floors'
@@ -119,6 +135,7 @@ class DesignColumns:
         cuts so far. These rows hold under every budget a restart may set, so the floors do too; later cuts
         only raise them. An LP proven infeasible (a hook's rows, or T's target) rules the design out."""
         import highspy
+        started, done = time.perf_counter(), 0
         c, m = self.compiled, self.model
         free = [id(getattr(m, n)) for n in ("area_budget", "power_budget", "network_budget") if hasattr(m, n)]
         rows = [(None if con.lower is None else pyo.value(con.lower), con.body,
@@ -145,6 +162,7 @@ class DesignColumns:
                                       for j, cols in enumerate(ycols)])
                 h.changeColsBounds(len(yc), yc, fix, fix)
                 h.run()
+                done += 1
                 ms = h.getModelStatus()
                 if ms == S.kOptimal:
                     self.relaxed[d] = h.getInfo().objective_function_value
@@ -155,6 +173,8 @@ class DesignColumns:
                     self._completion[d] = h.getSolution().col_value
                 elif ms == S.kInfeasible:
                     self.relaxed[d] = np.inf
+        self._floor_time[0] += time.perf_counter() - started
+        self._floor_time[1] += done
 
     def _refloor(self, deadline: float) -> None:
         """Before a solve: ``relaxed`` at the designs within the budgets not yet computed (until ``deadline``),
