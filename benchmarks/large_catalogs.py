@@ -75,10 +75,11 @@ def enumerate_designs(path: str) -> None:
     """The enumeration, as its own command: replay every design within the budgets; print the best (JSON)."""
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "benchmarks"))
+    from design_regret import catalog
+
     import codesign
     from codesign.platform.endpoint import design_of
     from codesign.sim.replay import simulate
-    from design_regret import catalog
     p = codesign.load_problem(path)
     designs = catalog(p.engine)
     periods = [simulate(p, design_of(p.engine, c)).period_s for c in designs]
@@ -135,7 +136,8 @@ def main() -> int:
                 enum_s, best = timed([PYTHON, str(Path(__file__).resolve()), "--enumerate", str(path)], ROOT, 3600)
                 solve = [PYTHON, "-m", "codesign", "solve", str(path), "--json", "--time-limit", str(args.time_limit)]
                 wall, out = timed(solve, ROOT, args.time_limit + 120)
-                line = f"{doc['name']:34s} {best['designs']:7d} {enum_s:8.2f}s   {solve_cell(out, wall, enum_s, best['best_s'])}"
+                cell = solve_cell(out, wall, enum_s, best["best_s"])
+                line = f"{doc['name']:34s} {best['designs']:7d} {enum_s:8.2f}s   {cell}"
                 bad += out is None or not math.isclose(out["iteration_time_s"], best["best_s"], rel_tol=TIE)
                 if args.before:
                     bwall, bout = timed(solve, args.before, args.time_limit + 120)
