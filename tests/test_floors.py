@@ -12,7 +12,7 @@ import dataclasses
 import math
 import time
 
-import pytest
+from conftest import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +25,6 @@ from codesign.pipeline.search import TIE, Search
 from codesign.pipeline.solve import policy_evaluator
 from codesign.platform.endpoint import Option, design_of
 from codesign.sim.replay import simulate
-from conftest import ROOT
 
 QUICK = codesign.load_problem(ROOT / "problems" / "quickstart.yaml")
 KIB = 1024

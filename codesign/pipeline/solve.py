@@ -403,7 +403,7 @@ class Family:
         def cached(choice: dict[str, int], record: bool = True) -> tuple[Evaluation, float, Replayed]:
             key = tuple(sorted(choice.items()))
             if key not in self.replays:
-                self.replays[key] = evaluate(choice, record=record)
+                self.replays[key] = evaluate(choice) if record else evaluate(choice, record=False)
             return self.replays[key]
         return cached
 
