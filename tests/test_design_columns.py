@@ -14,7 +14,7 @@ from conftest import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import codesign.milp.master as master_module
+import codesign.milp.columns as columns_module
 from codesign.milp.data import model_data
 from codesign.milp.master import Evaluation, Master
 from codesign.pipeline.search import choice_from
@@ -30,7 +30,7 @@ DLRM_BASE = ROOT / "problems" / "paper" / "dlrm_n64_baseline.yaml"
 def _plain(md, monkeypatch) -> Master:
     """The master without design columns (as one with more designs than ``DESIGN_COLUMNS_MAX`` is built)."""
     with monkeypatch.context() as mp:
-        mp.setattr(master_module, "DESIGN_COLUMNS_MAX", 0)
+        mp.setattr(columns_module, "DESIGN_COLUMNS_MAX", 0)
         m = Master(md)
     assert m.designs is None
     return m

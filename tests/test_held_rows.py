@@ -132,8 +132,8 @@ def test_a_restart_keeps_the_rows_given_and_answers_as_a_fresh_master(monkeypatc
     floor row decides the answer and ResNet-50's needs no held row.)"""
     import dataclasses
 
-    import codesign.milp.master as master_module
-    monkeypatch.setattr(master_module, "DESIGN_COLUMNS_MAX", 0)
+    import codesign.milp.columns as columns_module
+    monkeypatch.setattr(columns_module, "DESIGN_COLUMNS_MAX", 0)
     p = load_problem(ROOT / "problems" / "resnet50_ace_torus3d.yaml")
     other = dataclasses.replace(p, engine=dataclasses.replace(p.engine, area_budget_mm2=2.0))
     used = Master(model_data(p))

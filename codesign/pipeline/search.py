@@ -36,6 +36,7 @@ from ..milp.master import Evaluation, Master
 from ..milp.size import ModelSize
 from ..platform.endpoint import design_area_mm2, design_power_w
 from ..problem.model import Problem
+from .floors import search_by_floors, worth_switching
 
 
 def network_cost(problem: Problem, choice: dict[str, int]) -> float:
@@ -47,8 +48,9 @@ Extra = Callable[[pyo.ConcreteModel, Problem], None]
 TIE = 1e-7  # relative: periods this close tie, and the least area decides
 TIE_INT = 1e-9  # how far from 0 or 1 a binary may be when the search closes a gap to TIE (``Search.run``)
 #: Evaluate one design: (the evaluation whose period the cut carries, the best simulated period in us,
-#: whatever the caller wants kept with the visit).
-Evaluator = Callable[[dict[str, int]], tuple[Evaluation, float, Any]]
+#: whatever the caller wants kept with the visit). An exact search's evaluator also takes ``record=False``
+#: (``pipeline/floors.py``: the replay's record is kept only for the answer, replayed again).
+Evaluator = Callable[..., tuple[Evaluation, float, Any]]
 
 
 @dataclass
@@ -82,6 +84,8 @@ class SearchResult:
     enumerated: bool = False
     #: what ended the search, in words ("the time limit passed", ...; empty: the master settled)
     stopped: str = ""
+    #: True: the search went on by the master's floors instead of its solves (``pipeline/floors.py``)
+    by_floors: bool = False
 
     @property
     def gap(self) -> float | None:
@@ -149,9 +153,9 @@ class Search:
         return (f"one more design's simulation, at the {mean:.3g} s the earlier ones took on average, would end "
                 f"past the time limit ({left:.3g} s left)")
 
-    def _evaluate(self, choice: dict[str, int]) -> Visit:
+    def _evaluate(self, choice: dict[str, int], record: bool = True) -> Visit:
         t0 = time.perf_counter()
-        ev, simulated, payload = self.evaluate(choice)
+        ev, simulated, payload = self.evaluate(choice) if record else self.evaluate(choice, record=False)
         self.evaluation_s += time.perf_counter() - t0
         visit = Visit(ev, simulated, payload)
         self.visits.append(visit)
@@ -172,6 +176,7 @@ class Search:
         """A master for this search's problem with every evaluation so far as a cut."""
         master = Master(self.md, objective=objective, time_target_s=time_target_s)
         if extra is not None:
+            master.hooked = True
             extra(master.model, self.md.problem)
         for v in self.visits:
             # an optimize evaluation's bound holds at its own design only: its plateau shares the orders it
@@ -188,10 +193,15 @@ class Search:
         solves = cuts = 0
         bound = None
         stats = None
+        # the time in master solves, their cuts and tie-breaks: the loop's, but for the evaluations'
+        begun, evaluating = time.perf_counter(), self.evaluation_s
         while True:
             left = self.deadline - time.perf_counter()
             if left <= 0:
                 return self._stopped(master, solves, bound, stats, cuts, "the time limit passed")
+            master_s = time.perf_counter() - begun - (self.evaluation_s - evaluating)
+            if solves and worth_switching(self, master, master_s):
+                return search_by_floors(self, master, solves, cuts, stats)
             # before its first evaluation, keep a tenth of the time to evaluate what the master finds (known
             # visits, a family's, need none)
             integrality = 1e-6 if solver.mip_gap > TIE else TIE_INT
