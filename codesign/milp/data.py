@@ -134,6 +134,28 @@ class ModelData:
         return [Term(r, tuple(v)) for r, v in acc.items()]
 
 
+def within(value: float, budget: float) -> bool:
+    """Whether ``value`` is within ``budget``, up to the rounding of the sums that make it (1e-12, relative
+    and absolute): the one test of a budget, for the options it rules out and the designs it admits."""
+    return value <= budget * (1 + 1e-12) + 1e-12
+
+
+def unusable(engine: Engine) -> list[tuple[str, int]]:
+    """Options that cannot fit a budget even with the smallest options of every other resource. (Here, not
+    beside the master that fixes them out, so that ``codesign validate`` checks them without a solver.)"""
+    out = []
+    for attr, budget in (("area_mm2", engine.area_budget_mm2), ("power_w", engine.power_budget_w)):
+        if budget is None:
+            continue
+        floor = {r: min(getattr(o, attr) for o in opts) for r, opts in engine.resources.items()}
+        base = getattr(engine, f"fixed_{attr}") + sum(floor.values())
+        for r in engine.sized:
+            for o, opt in enumerate(engine.options(r)):
+                if not within(base - floor[r] + getattr(opt, attr), budget):
+                    out.append((r, o))
+    return sorted(set(out))
+
+
 def check_ranges(md: ModelData, unusable: set[tuple[str, int]] = frozenset()) -> None:
     """Refuse, naming the key, a problem whose numbers HiGHS cannot hold next to its nanoseconds: a
     compute task, a chunk-phase's link time or an endpoint term over ``MAX_TASK_US``; an option's area

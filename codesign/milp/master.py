@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from ..platform.costs import compute_time_terms
 from ..platform.endpoint import design_area_mm2, design_power_w
@@ -67,7 +67,7 @@ from ..platform.engines import engine_kind
 from ..platform.network import key as net_key
 from ..platform.pools import sram_need
 from ..problem.model import SolverSpec
-from .data import TIME_UNIT, ModelData, Term
+from .data import TIME_UNIT, ModelData, Term, unusable, within
 from .highs import CompiledModel, SolveStats, own_scheduler, set_time_limit
 from .lateness import Shape, instance, separable
 
@@ -85,33 +85,12 @@ class Evaluation:
     plateau: frozenset[str] = frozenset()
 
 
-def within(value: float, budget: float) -> bool:
-    """Whether ``value`` is within ``budget``, up to the rounding of the sums that make it (1e-12, relative
-    and absolute): the one test of a budget, for the options it rules out and the designs it admits."""
-    return value <= budget * (1 + 1e-12) + 1e-12
-
-
 def fits_budgets(problem, choice: dict[str, int]) -> bool:
     """Whether the design ``choice`` is within ``problem``'s area, power and network budgets (``within``)."""
     e, net = problem.engine, problem.network
     return ((e.area_budget_mm2 is None or within(design_area_mm2(e, choice), e.area_budget_mm2))
             and (e.power_budget_w is None or within(design_power_w(e, choice), e.power_budget_w))
             and (net is None or net.budget is None or within(sum(net.costs(problem.topology, choice)), net.budget)))
-
-
-def unusable(engine) -> list[tuple[str, int]]:
-    """Options that cannot fit a budget even with the smallest options of every other resource."""
-    out = []
-    for attr, budget in (("area_mm2", engine.area_budget_mm2), ("power_w", engine.power_budget_w)):
-        if budget is None:
-            continue
-        floor = {r: min(getattr(o, attr) for o in opts) for r, opts in engine.resources.items()}
-        base = getattr(engine, f"fixed_{attr}") + sum(floor.values())
-        for r in engine.sized:
-            for o, opt in enumerate(engine.options(r)):
-                if not within(base - floor[r] + getattr(opt, attr), budget):
-                    out.append((r, o))
-    return sorted(set(out))
 
 
 def nominal_compute_us(md: ModelData) -> list[float]:
