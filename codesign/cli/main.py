@@ -178,8 +178,8 @@ def _validate(args: argparse.Namespace) -> int:
         sweep = sweep_settings(args.problem, confine=args.confine)
     it = build_iteration(p.workload, p.schedule.overlap)
     # what 'solve' refuses before it searches, refused here too: numbers beyond what the MILP can hold
-    from ..milp.data import check_ranges
-    from ..pipeline.solve import model_data, unusable
+    from ..milp.data import check_ranges, model_data  # (no solver: validate imports none)
+    from ..milp.designs import unusable
     check_ranges(model_data(p), set(unusable(p.engine)))
     sized = ", ".join(f"{r} ({len(o)} options)" for r, o in p.engine.resources.items()) or "nothing"
     swept = (f"; sweep of {len(sweep.plan.points)} points ({sweep.mode.replace('_', '-')}) over "

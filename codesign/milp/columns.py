@@ -8,7 +8,7 @@ import math
 import time
 
 import numpy as np
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from .designs import fits_budgets
 from .highs import own_scheduler, set_time_limit

@@ -202,7 +202,7 @@ def _milp(inst: _Instance, free: list[tuple[int, int]], shared: list[tuple[int, 
           problem: Problem) -> tuple[tuple[int, ...] | None, str, float | None]:
     """The disjunctive MILP (times in TIME_UNIT, as the master's): task starts ``s``, collective starts ``q``.
     Returns the order of its incumbent, HiGHS's status and its proven lower bound on the makespan (s)."""
-    import pyomo.environ as pyo
+    import pyomo.core as pyo
 
     from .highs import solve_model
 

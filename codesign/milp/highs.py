@@ -2,6 +2,12 @@
 
 Uses Pyomo's newer solver interface (``pyomo.contrib.solver``), which reports the termination
 condition, the incumbent and the best bound without raising on a non-optimal result.
+
+The MILP modules import ``pyomo.core`` (the modelling components, as ``pyo``), not ``pyomo.environ``: environ
+also loads every plugin Pyomo ships (GDP, DAE, writers, transformations, a dozen solver interfaces), half of
+Pyomo's import time and none of it used by a solve; the one interface used, HiGHS's, is imported itself
+(``pyomo_highs``). What needs a plugin imports ``pyomo.environ`` where it needs it (an LP/MPS writer, a
+transformation).
 """
 from __future__ import annotations
 
@@ -14,9 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pyomo.environ as pyo
+import pyomo.core as pyo
 from pyomo.common.numeric_types import native_numeric_types
-from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import TerminationCondition as TC
 from pyomo.core.expr.numeric_expr import (
     DivisionExpression,
@@ -90,8 +95,10 @@ def pyomo_highs(m: pyo.ConcreteModel, *, threads: int = 1, solver_options: dict 
     """One solve of ``m`` through Pyomo's HiGHS interface, silent, its solution left unloaded, HiGHS's thread
     pool reset around it (``own_scheduler``); ``options`` are the interface's (``time_limit``, ``rel_gap``).
     Returns Pyomo's results."""
+    from pyomo.contrib.solver.solvers.highs import Highs  # what SolverFactory("highs") makes, without the registry
+
     with own_scheduler():
-        return SolverFactory("highs").solve(m, load_solutions=False, raise_exception_on_nonoptimal_result=False,
+        return Highs().solve(m, load_solutions=False, raise_exception_on_nonoptimal_result=False,
                                             tee=False, threads=threads,
                                             solver_options={"output_flag": False, **(solver_options or {})},
                                             **options)

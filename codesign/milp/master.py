@@ -54,7 +54,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from ..platform.engines import engine_kind
 from ..problem.model import SolverSpec

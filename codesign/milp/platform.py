@@ -22,7 +22,7 @@ chunk-phase or compute task (``pipeline/shadow.py`` builds on them).
 """
 from __future__ import annotations
 
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from .data import TIME_UNIT, ModelData
 

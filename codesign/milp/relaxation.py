@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from ..platform.costs import compute_time_terms
 from ..platform.network import key as net_key

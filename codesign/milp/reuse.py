@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from .data import ModelData
 from .designs import fits_budgets, unusable

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from ..errors import SolverError
 from ..milp.data import ModelData

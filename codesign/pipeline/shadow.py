@@ -30,7 +30,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import pyomo.environ as pyo
+import pyomo.core as pyo
 from pyomo.contrib.solver.common.results import TerminationCondition as TC
 from pyomo.repn import generate_standard_repn
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyomo.environ as pyo
+import pyomo.core as pyo
 
 from ..errors import InfeasibleError, SolverError
 from ..milp.compute_order import with_compute_order
@@ -452,6 +452,7 @@ class Built:
 
     def write(self, path: str | Path) -> Path:
         """Write the master MILP as it stands, its format by the suffix (``.lp``, ``.mps``), names kept."""
+        import pyomo.environ  # noqa: F401  (the LP and MPS writers are plugins that environ registers)
         self.master.model.write(str(path), io_options={"symbolic_solver_labels": True})
         return Path(path)
 
