@@ -57,3 +57,32 @@ def test_a_solve_does_not_import_what_its_problem_does_not_use() -> None:
             "print(sorted(m for m in sys.modules if m.startswith('codesign.workload.chakra')))")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
+
+
+def test_the_clock_of_a_command_starts_with_its_process():
+    """A time limit is the whole command's: the interpreter's start and the imports before ``main`` count. A
+    process that sleeps 0.4 s before importing codesign is at least 0.4 s old by codesign's clock, and a call
+    of main() with its own list (a longer-lived program) counts from the call, not the process's start."""
+    import subprocess
+    import sys
+    code = ("import time; time.sleep(0.4); from codesign.cli.main import process_started; "
+            "print(time.perf_counter() - process_started())")
+    age = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert 0.4 <= age < 30
+
+
+def test_short_commands_import_only_what_they_need():
+    """Start-up is mostly imports: ``validate`` loads no solver, plotting, dataframe or cluster package, and
+    ``solve`` only Pyomo's modelling core and HiGHS (not pyomo.environ's plugins, matplotlib, pandas or Dask)."""
+    import subprocess
+    import sys
+    heavy = ("pandas", "matplotlib", "dask", "distributed", "pyomo", "pyomo.environ", "highspy", "scipy")
+    code = ("import sys; from codesign.cli.main import main; main(sys.argv[1:]); "
+            f"print('loaded:' + ','.join(m for m in {heavy!r} if m in sys.modules))")
+
+    def loaded(*argv: str) -> set[str]:
+        r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True)
+        return set(filter(None, r.stdout.rsplit("loaded:", 1)[1].strip().split(",")))
+
+    assert loaded("validate", str(ROOT / "problems" / "resnet50_ace_torus3d.yaml")) == set()
+    assert loaded("solve", str(ROOT / "problems" / "quickstart.yaml")) == {"pyomo", "highspy"}

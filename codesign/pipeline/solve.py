@@ -480,8 +480,8 @@ def build(problem: Problem, *, time_limit: float | None = None, extra: Extra | N
         evaluate = optimize_evaluator(md, refine_s) if optimize else policy_evaluator(md)
     search = Search(md, evaluate, deadline=t0 + limit, exact=not optimize)
     if time.perf_counter() >= search.deadline:
-        raise SolverError(f"the time limit ({limit:g} s) passed before the search could start (loading the problem "
-                          f"took {time.perf_counter() - t0:.2f} s); raise it (--time-limit)")
+        raise SolverError(f"the time limit ({limit:g} s) passed before the search could start (starting and "
+                          f"loading the problem took {time.perf_counter() - t0:.2f} s); raise it (--time-limit)")
     master = family.master(md, search) if family is not None else search.master(extra=extra)
     return Built(problem, md, search, master, extra, limit, t0, family, order.order if order else None,
                  order.status if order else None)
