@@ -70,20 +70,12 @@ def pattern(line: str) -> re.Pattern:
     return re.compile(r".*?".join(pieces))
 
 
-def _in_checkout(arg: str) -> bool:
-    """A path of the checkout's: a file or folder, or a prefix of files (ASTRA-sim 2.x's PREFIX.<rank>.et)."""
-    if arg.startswith("-"):
-        return False
-    return (ROOT / arg).exists() or ("/" in arg and (ROOT / arg).parent.is_dir() and any((ROOT / arg).parent.glob(
-        (ROOT / arg).name + ".*")))
-
-
 @functools.cache
 def run(command: str) -> tuple[int, str, str]:
     """(status, stdout, stderr) of ``command`` ('codesign ...' or 'python ...'), run in an empty folder."""
     argv = shlex.split(command)
     head = {"codesign": [sys.executable, "-m", "codesign"], "python": [sys.executable]}[argv[0]]
-    args = [str(ROOT / a) if _in_checkout(a) else a for a in argv[1:]]
+    args = [str(ROOT / a) if not a.startswith("-") and (ROOT / a).exists() else a for a in argv[1:]]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     with tempfile.TemporaryDirectory(prefix="shown-") as cwd:  # (the checkout's codesign, from any folder)
         r = subprocess.run(head + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
