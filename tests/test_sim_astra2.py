@@ -147,3 +147,19 @@ def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert doc["finish_time_ns"] == 41329
     assert [r["rank"] for r in doc["ranks"]] == list(range(8))
     assert all(r["finish_time_ns"] == 41329 for r in doc["ranks"])
+
+
+def test_every_astra2_example_micro_benchmark(tmp_path: Path) -> None:
+    """2.x's examples/: each collective on 4, 8 and 16 NPUs (Ring_<n>npus, Ring_4chunks), both backends."""
+    doc = json.loads((DATA / "examples.json").read_text())
+    assert len(doc["runs"]) == 24
+    system = tmp_path / "Ring_4chunks.json"
+    system.write_text(json.dumps(doc["system"]))
+    for run in doc["runs"]:
+        n = run["npus"]
+        net = tmp_path / f"Ring_{n}npus.yml"
+        net.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in {**doc["network"], "npus_count": [n]}.items()))
+        for r in range(n):
+            (tmp_path / f"w.{r}.et").write_bytes(collective_trace(run["comm_type"], run["comm_size"]))
+        got = simulate_astra2(str(net), str(system), str(tmp_path / "w"), backend=run["backend"])
+        assert [r.finish_ns for r in got.ranks] == run["astra2_finish_ns"], run["name"]
