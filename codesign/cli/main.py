@@ -76,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--astra-network", metavar="N", help="ASTRA-sim analytical network JSON")
     m.add_argument("--astra-system", metavar="S", help="ASTRA-sim system text file")
     m.add_argument("--passes", type=int, default=1, metavar="K", help="ASTRA-sim training passes (default 1)")
+    from .astra2 import add_arguments as add_astra2_arguments
+    add_astra2_arguments(m)
     m.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     m.add_argument("--confine", action="store_true", help=CONFINE_HELP + "; with --astra-*, the working folder's")
     from .calibrate import register as register_calibrate  # accuracy | calibrate
@@ -198,6 +200,10 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    from .astra2 import given as astra2_given
+    from .astra2 import simulate_command as simulate_astra2
+    if astra2_given(args):
+        return simulate_astra2(args)
     astra = [args.astra_workload, args.astra_network, args.astra_system]
     if args.problem and any(astra):
         raise_usage("give either a problem file or the three --astra-* inputs, not both")
