@@ -251,6 +251,8 @@ def test_every_input_file_goes_through_read_user_file():
     for f in (ROOT / "codesign").rglob("*.py"):
         if f.parts[-2] in ("milp", "pipeline", "schedule", "report", "explore", "study") or f.name == "files.py":
             continue  # outputs, and packages that read no user file
+        if f.relative_to(ROOT).as_posix() == "codesign/cli/clock.py":
+            continue  # the process's own /proc/self/stat, for the start of --time-limit's clock
         if re.search(r"(?<![\w.])open\(|\.read_text\(|\.read_bytes\(", f.read_text()):
             offenders.append(str(f.relative_to(ROOT)))
     assert offenders == [], offenders
