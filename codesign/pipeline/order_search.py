@@ -38,8 +38,8 @@ def least_bound_us(problem: Problem, deadline: float) -> float | None:
     e = problem.engine
     if problem.network is not None:
         return None
-    sized = e.sized
-    sizes = [len(e.options(r)) for r in sized]
+    sized = list(e.resources)  # every resource, one option or more: design_of takes each
+    sizes = [len(e.resources[r]) for r in sized]
     n = 1
     for s in sizes:
         n *= s
