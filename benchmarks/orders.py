@@ -50,7 +50,8 @@ def main() -> None:
     a = ap.parse_args()
     ms = 1e3
     print(f"{'chunks':>6} {'bound before':>12} {'bound after':>11} {'best before':>11} {'best after':>10} "
-          f"{'gap before':>10} {'gap after':>9} {'status before':>13} {'status after':>12} {'s before':>8} {'s after':>7}")
+          f"{'gap before':>10} {'gap after':>9} {'status before':>13} {'status after':>12} "
+          f"{'s before':>8} {'s after':>7}")
     with tempfile.TemporaryDirectory() as tmp:
         for c in a.chunks:
             f = copy_at(c, Path(tmp))
