@@ -56,9 +56,10 @@ def least_bound_us(problem: Problem, deadline: float) -> float | None:
 
 
 def local_search(problem: Problem, design: Design, starts: list[Priority], budget_s: float,
-                 seed: int = 0) -> tuple[Priority, float]:
+                 seed: int = 0, floor_s: float = 0.0) -> tuple[Priority, float]:
     """The best of ``starts`` (fixed priorities, highest first) improved by insertion and swap moves,
-    each replayed by the simulator, until no move helps or ``budget_s`` passes: (priority, period s)."""
+    each replayed by the simulator, until no move helps, ``budget_s`` passes or the period meets
+    ``floor_s`` (a proven bound, within ``TIE``): (priority, period s)."""
     def period(prio: Priority) -> float:
         return simulate(problem, design, order=prio).period_s
 
@@ -68,7 +69,7 @@ def local_search(problem: Problem, design: Design, starts: list[Priority], budge
     rnd = random.Random(seed)
     t_end = time.perf_counter() + budget_s
     moves = [(kind, i, j) for kind in (0, 1) for i in range(K) for j in range(K) if i != j and (kind == 0 or i < j)]
-    improved = True
+    improved = val > floor_s * (1 + TIE)
     while improved and time.perf_counter() < t_end:
         improved = False
         rnd.shuffle(moves)
@@ -80,7 +81,7 @@ def local_search(problem: Problem, design: Design, starts: list[Priority], budge
                 cand[i], cand[j] = cand[j], cand[i]
             v = period(tuple(cand))
             if v < val * (1 - 1e-9):
-                best, val, improved = tuple(cand), v, True
+                best, val, improved = tuple(cand), v, v > floor_s * (1 + TIE)
                 break
             if time.perf_counter() > t_end:
                 break
@@ -114,7 +115,8 @@ def prove(problem: Problem, res: SearchResult, deadline: float) -> SearchResult:
     if value > bound * (1 + TIE) and left > 0.2:
         q = at_design(problem, visit.choice)
         design = design_of(problem.engine, visit.choice)
-        prio, period_s = local_search(q, design, _starts(problem, visit.payload), min(SEARCH_CAP_S, 0.5 * left))
+        prio, period_s = local_search(q, design, _starts(problem, visit.payload),
+                                      min(SEARCH_CAP_S, 0.5 * left), floor_s=bound * TIME_UNIT)
         if period_s / TIME_UNIT < value * (1 - 1e-9):
             sim: SimResult = simulate(q, design, order=prio, record=True)
             tried = dict(visit.payload.tried or {})
