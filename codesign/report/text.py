@@ -146,7 +146,8 @@ def order_comparison_lines(s: Solution) -> list[str]:
     if not c:
         return []
     t = lambda x: format_quantity(x, SECONDS)  # noqa: E731
-    names = {"lifo_s": "LIFO", "fifo_s": "FIFO", "refined_s": "refined priorities"}
+    names = {"lifo_s": "LIFO", "fifo_s": "FIFO", "refined_s": "refined priorities",
+             "searched_s": "local search"}
     tried = ", ".join(f"{names.get(k, k)} {t(v)}" for k, v in c.items())
     return [f"orders tried    {tried} (simulated at this design)"]
 
