@@ -323,3 +323,31 @@ def test_the_studys_generator_writes_over_no_case_file_of_the_users(tmp_path):
     with pytest.raises(SpecError, match="not written by the study's generator"):
         generate(d, workloads=("resnet50",), sizes=(16,), latency=False)
     assert files[0].read_bytes() == mine
+
+
+def test_a_users_copy_with_codesigns_size_and_times_is_still_the_users(tmp_path):
+    """A file put in place of codesign's with the same size and modification time (``cp -p``, ``rsync -t``) is
+    the user's: the list of outputs holds the inode too. A list written before it held one (two fields) still
+    lets codesign replace its own file."""
+    import shutil
+
+    from codesign.errors import CodesignError
+    from codesign.spec.outputs import MANIFEST, write_output
+    path = tmp_path / "summary.txt"
+    write_output(path, lambda f: f.write(b"codesign's"))
+    mine = tmp_path / "mine.txt"
+    mine.write_bytes(b"the user's")          # the same size as codesign's
+    st = path.stat()
+    os.utime(mine, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(path, tmp_path / "aside")    # (kept: its inode is not free to be taken by the copy)
+    shutil.copy2(mine, path)                 # a new inode, codesign's size and times
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    with pytest.raises(CodesignError):
+        write_output(path, lambda f: f.write(b"codesign's again"))
+    assert path.read_bytes() == b"the user's"
+    # an older list (size and time only) of a file codesign wrote: still codesign's
+    st = path.stat()
+    (tmp_path / MANIFEST).write_text(f"summary.txt\t{st.st_size}\t{st.st_mtime_ns}\n")
+    write_output(path, lambda f: f.write(b"codesign's again"))
+    assert path.read_bytes() == b"codesign's again"

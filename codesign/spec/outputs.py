@@ -6,8 +6,8 @@ Its guarantees, for every file codesign writes (``solve --out``, ``simulate --ou
 
 - A wrong place (an existing file where a folder goes, a folder where a file goes, a folder that cannot be made)
   is refused before any work (``output_dir``, ``output_file``): a user's mistake, exit 2, found in a second.
-- A file of the user's is never replaced. codesign lists what it wrote in a folder, with each file's size and
-  modification time, in that folder's ``MANIFEST``; a file there that is not listed, or changed since, is the
+- A file of the user's is never replaced. codesign lists what it wrote in a folder, with each file's size,
+  modification time and inode, in that folder's ``MANIFEST``; a file there that is not listed, or changed since, is the
   user's. It is refused before any work (``claim_outputs``, ``claim_file``) and again at the moment of writing
   (``write_output``): a file saved there during a long solve is kept, the write is refused (``Refused``, exit 2)
   and the command still prints its answer and names the file it did not write.
@@ -34,9 +34,9 @@ from typing import IO, Any
 from ..errors import SpecError
 from .files import read_user_file
 
-#: The list, in an output folder, of the files codesign wrote there, each with its size and modification time
-#: (``name<TAB>bytes<TAB>ns`` a line; a later line of a name counts, a line of the name alone unlists it): what a
-#: later run may replace or remove. A file not listed, or changed since codesign wrote it, is the user's, and
+#: The list, in an output folder, of the files codesign wrote there, each with its size, modification time and
+#: inode (``name<TAB>bytes<TAB>ns<TAB>inode`` a line, or without the inode from an older codesign; a later line
+#: of a name counts, a line of the name alone unlists it): what a later run may replace or remove. A file not listed, or changed since codesign wrote it, is the user's, and
 #: codesign writes over none of it. Each write appends its line (a thousand traces cost a thousand short appends,
 #: not a thousand rewrites); a command's last write rewrites the list compactly.
 MANIFEST = ".codesign-outputs"
@@ -44,7 +44,17 @@ MANIFEST = ".codesign-outputs"
 #: What writes one result: given the open (binary) temporary file, it writes the file's whole content.
 Fill = Callable[[IO[bytes]], Any]
 
-Stamp = tuple[int, int]  # (size in bytes, modification time in ns)
+Stamp = tuple[int, int, int]  # (size in bytes, modification time in ns, inode; -1: not listed, an older list)
+
+
+def _stamp(st: os.stat_result) -> Stamp:
+    # the inode too: a file put in place of codesign's with the same size and time (a copy keeping its times,
+    # ``cp -p``, ``rsync -t``) is another file, and the user's
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def _same(listed: Stamp | None, st: os.stat_result) -> bool:
+    return listed is not None and listed[:2] == (st.st_size, st.st_mtime_ns) and listed[2] in (-1, st.st_ino)
 
 _THEIRS = (f"is there and codesign did not write it (or it changed since, or a codesign from before it listed its "
            f"files in {MANIFEST} wrote it)")
@@ -138,13 +148,13 @@ def write_output(path: Path, fill: Fill, *, flag: str = "--out", named: Path | N
                 raise Refused(f"{where} {why}; it is kept, and codesign's {path.name} was not written")
             old = entries.get(path.name)
             st = os.stat(tmp)
-            _relist(folder, path.name, (st.st_size, st.st_mtime_ns))  # listed first: a file in place is listed
+            _relist(folder, path.name, _stamp(st))  # listed first: a file in place is listed
             try:
                 _place(tmp, path, replace=os.path.lexists(path))
             except BaseException:
                 _relist(folder, path.name, old)
                 raise
-            entries[path.name] = (st.st_size, st.st_mtime_ns)
+            entries[path.name] = _stamp(st)
         except FileExistsError:
             raise Refused(f"{where} appeared while codesign wrote it, and codesign did not write it; it is kept, "
                           f"and codesign's {path.name} was not written") from None
@@ -225,8 +235,8 @@ def _listed(out: Path) -> dict[str, Stamp]:
         return entries
     for line in text.split("\n")[:-1]:  # (a torn last line, from a full disk, lists nothing)
         name, *st = line.split("\t")
-        if name and len(st) == 2 and all(x.isdigit() for x in st):
-            entries[name] = (int(st[0]), int(st[1]))
+        if name and len(st) in (2, 3) and all(x.isdigit() for x in st):
+            entries[name] = (int(st[0]), int(st[1]), int(st[2]) if len(st) == 3 else -1)
         else:
             entries.pop(name, None)
     return entries
@@ -241,21 +251,25 @@ def _why_not(p: Path, entries: Mapping[str, Stamp]) -> str | None:
         return None
     if stat.S_ISLNK(st.st_mode):
         return _LINK
-    if stat.S_ISREG(st.st_mode) and entries.get(p.name) == (st.st_size, st.st_mtime_ns):
+    if stat.S_ISREG(st.st_mode) and _same(entries.get(p.name), st):
         return None
     return _THEIRS
 
 
 def _write_list(out: Path, entries: Mapping[str, Stamp]) -> None:
-    text = "".join(f"{n}\t{st[0]}\t{st[1]}\n" for n, st in sorted(entries.items()))
+    text = "".join(f"{n}\t{_fields(st)}\n" for n, st in sorted(entries.items()))
     # (not synced: a list lost to a power cut makes codesign's files look the user's, and refuses them; it is
     # written once per file, and an fsync each costs more than the file when --all-npus writes a thousand)
     replace_file(out / MANIFEST, lambda f: f.write(text.encode()), sync=False)
 
 
+def _fields(stamp: Stamp) -> str:
+    return "\t".join(str(x) for x in (stamp if stamp[2] >= 0 else stamp[:2]))
+
+
 def _relist(out: Path, name: str, stamp: Stamp | None) -> None:
     """Set (or, with None, drop) one entry of the manifest: a line appended (never through a link)."""
-    line = f"{name}\n" if stamp is None else f"{name}\t{stamp[0]}\t{stamp[1]}\n"
+    line = f"{name}\n" if stamp is None else f"{name}\t{_fields(stamp)}\n"
     fd = os.open(out / MANIFEST, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
                  | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
