@@ -37,8 +37,9 @@ from .files import read_user_file
 #: The list, in an output folder, of the files codesign wrote there, each with its size, modification time and
 #: inode (``name<TAB>bytes<TAB>ns<TAB>inode`` a line, or without the inode from an older codesign; a later line
 #: of a name counts, a line of the name alone unlists it): what a later run may replace or remove. A file not
-#: listed, or changed since codesign wrote it, is the user's, and codesign writes over none of it. Each write appends its line (a thousand traces cost a thousand short appends,
-#: not a thousand rewrites); a command's last write rewrites the list compactly.
+#: listed, or changed since codesign wrote it, is the user's, and codesign writes over none of it. Each write
+#: appends its line (a thousand traces cost a thousand short appends, not a thousand rewrites); a command's last
+#: write rewrites the list compactly.
 MANIFEST = ".codesign-outputs"
 
 #: What writes one result: given the open (binary) temporary file, it writes the file's whole content.
