@@ -151,15 +151,30 @@ def test_l1_fit_recovers_a_known_answer_despite_an_outlier():
 
 
 def test_fit_link_recovers_bandwidth_and_latency():
-    """Synthetic all-reduce times made by codesign's own formula at 200 GB/s and 4 us come back exactly."""
+    """Synthetic all-reduce times made by codesign's own formula at 200 GB/s, 4 us per step, 30 us per phase
+    and 600 GB/s over the buffer, on 2, 4 and 8 GPUs, come back exactly."""
     samples = []
     for p in (2, 4, 8):
         for size in (2 ** 20, 2 ** 24, 2 ** 28):
-            wire, steps = _allreduce_terms(Sample(p, size, 1.0), "ring")
-            samples.append(Sample(p, size, wire / 200e9 + steps * 4e-6))
+            wire, steps, phase, buf = _allreduce_terms(Sample(p, size, 1.0), "ring")
+            samples.append(Sample(p, size, wire / 200e9 + steps * 4e-6 + phase * 30e-6 + buf / 600e9))
     link, errors = fit_link(samples)
-    assert link.bandwidth == pytest.approx(200e9, rel=1e-9) and link.latency == pytest.approx(4e-6, rel=1e-9)
+    assert link.bandwidth == pytest.approx(200e9, rel=1e-7) and link.latency == pytest.approx(4e-6, rel=1e-7)
+    assert link.phase_latency == pytest.approx(30e-6, rel=1e-7)
+    assert link.buffer_bandwidth == pytest.approx(600e9, rel=1e-7)
     assert max(abs(e) for e in errors) < 1e-9
+
+
+def test_fit_link_on_one_gpu_count_fits_the_line_only():
+    """One GPU count cannot tell wire bytes from buffer bytes nor a step from a phase: the fit keeps to the
+    bandwidth and per-step latency, and finds them where the data is that line."""
+    samples = []
+    for size in (2 ** 20, 2 ** 24, 2 ** 28):
+        wire, steps, _, _ = _allreduce_terms(Sample(8, size, 1.0), "ring")
+        samples.append(Sample(8, size, wire / 150e9 + steps * 2e-6))
+    link, errors = fit_link(samples)
+    assert link.bandwidth == pytest.approx(150e9, rel=1e-7) and link.latency == pytest.approx(2e-6, rel=1e-7)
+    assert link.phase_latency == 0.0 and link.buffer_bandwidth is None
 
 
 def test_fit_compute_recovers_a_known_model(tmp_path):
@@ -391,6 +406,7 @@ def test_calibrate_writes_a_profile_a_problem_can_name_and_never_over_a_users_fi
     cl = cluster(Ctx(str(tmp_path / "p.yaml")), "fitted.yaml")
     assert cl.intra_node.bandwidth == pytest.approx(link.bandwidth, rel=1e-4)
     assert cl.intra_node.latency == pytest.approx(link.latency, rel=1e-3)
+    assert cl.intra_node.phase_latency == pytest.approx(link.phase_latency, abs=1e-8)
 
 
 def test_calibrate_compute_refuses_multi_node_runs(tmp_path):

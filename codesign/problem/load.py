@@ -350,7 +350,7 @@ def topology(ctx: Ctx, t: Any, top: YMap) -> tuple[Topology, Network | None]:
     for i, dv in enumerate(lst):
         p = f"topology.dims[{i}]"
         dm = section(ctx, dv, p, ("name", "kind", "size", "links", "bandwidth", "latency", "algorithm",
-                                  "cost_per_gbps"),
+                                  "cost_per_gbps", "phase_latency", "buffer_bandwidth"),
                      ("kind", "size", "bandwidth"), lst, i)
         kind = choice(ctx, dm, "kind", p, KINDS)
         size = int(number(ctx, dm.get("size"), join_path(p, "size"), line_of(dm, "size"), integer=True, lo=0))
@@ -371,7 +371,10 @@ def topology(ctx: Ctx, t: Any, top: YMap) -> tuple[Topology, Network | None]:
         dims.append(Dim(name=text(ctx, dm, "name", p, default=f"dim{i}"), kind=kind, size=size, links=links,
                         link_bandwidth=bws[-1],
                         latency=quantity(ctx, dm, "latency", p, U.SECONDS, allow_zero=True, default=0.0),
-                        algorithm=algo))
+                        algorithm=algo,
+                        phase_latency=quantity(ctx, dm, "phase_latency", p, U.SECONDS, allow_zero=True, default=0.0),
+                        buffer_bandwidth=quantity(ctx, dm, "buffer_bandwidth", p, U.BYTES_PER_S)
+                        if "buffer_bandwidth" in dm else None))
     topo = Topology(tuple(dims))
     open_ = any(len(o) > 1 for o in options) or any(costs) or "cost_budget" in m
     if not open_:

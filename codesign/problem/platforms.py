@@ -64,11 +64,14 @@ def read_profile(ctx: Ctx, ref: Any, path: str, line: int | None, kind: str) -> 
 @dataclass(frozen=True)
 class Link:
     """One of a cluster's networks as a topology dimension takes it: bytes/s per GPU and direction, seconds
-    per message step, the collective algorithm (``platform.topology.ALGORITHMS``)."""
+    per message step, the collective algorithm (``platform.topology.ALGORITHMS``), and the optional NCCL
+    terms ``platform.costs.link_time`` reads: seconds per collective phase, bytes/s over a phase's buffer."""
 
     bandwidth: float
     latency: float
     algorithm: str
+    phase_latency: float = 0.0
+    buffer_bandwidth: float | None = None
 
 
 @dataclass(frozen=True)
@@ -83,12 +86,17 @@ class Cluster:
     file: str
 
 
+#: The keys of a cluster's network (``intra_node``, ``inter_node``).
+LINK_KEYS = ("bandwidth", "latency", "algorithm", "phase_latency", "buffer_bandwidth", "description")
+
+
 def _link(ctx: Ctx, m: YMap, key: str) -> Link:
-    s = section(ctx, m.get(key), key, ("bandwidth", "latency", "algorithm", "description"), ("bandwidth",),
-                parent=m, key=key)
+    s = section(ctx, m.get(key), key, LINK_KEYS, ("bandwidth",), parent=m, key=key)
     return Link(quantity(ctx, s, "bandwidth", key, U.BYTES_PER_S),
                 quantity(ctx, s, "latency", key, U.SECONDS, allow_zero=True, default=0.0),
-                choice(ctx, s, "algorithm", key, ALGORITHMS, default="ring"))
+                choice(ctx, s, "algorithm", key, ALGORITHMS, default="ring"),
+                quantity(ctx, s, "phase_latency", key, U.SECONDS, allow_zero=True, default=0.0),
+                quantity(ctx, s, "buffer_bandwidth", key, U.BYTES_PER_S) if "buffer_bandwidth" in s else None)
 
 
 def cluster(ctx: Ctx, ref: str, path: str = "--platform", line: int | None = None) -> Cluster:
