@@ -61,6 +61,90 @@ def test_gemm_by_hand():
     assert kernel_time(k, A100, HBM) == pytest.approx(small + 3e-6, rel=1e-12)
 
 
+def test_efficiency_depends_on_shape():
+    """What one peak FLOP/s cannot say: a product too small to fill the SMs reaches a fraction of the rate
+    a large one does (here under 40%)."""
+    def rate(m, n, k):
+        kr = gemm("x", m, n, k, 2.0)
+        return kr.flops / gemm_time(kr, A100, HBM)
+    assert rate(256, 256, 1024) < 0.4 * rate(8192, 8192, 8192)
+
+
+def test_a_small_product_is_bound_by_its_bytes():
+    k = gemm("thin", 65536, 8, 8, 2.0)
+    assert gemm_time(k, A100, HBM) == pytest.approx(k.bytes / (HBM * 0.6), rel=1e-12)
+
+
+@given(m=st.integers(1, 20000), n=st.integers(1, 20000), k=st.integers(1, 20000), b=st.integers(1, 64))
+@settings(max_examples=200, deadline=None)
+def test_gemm_never_beats_the_peak_or_the_memory(m, n, k, b):
+    kr = gemm("x", m, n, k, 2.0, batch=b)
+    t = gemm_time(kr, A100, HBM)
+    assert t >= kr.flops / (312e12 * 0.9) * (1 - 1e-12)
+    assert t >= kr.bytes / (HBM * 0.6) * (1 - 1e-12)
+
+
+def test_host_overhead_bounds_a_task_of_small_kernels():
+    tiny = Kernel("t", "memory", 0.0, 1000.0, count=10)
+    task = Compute(flops=0.0, hbm_bytes=1e4, kernels=(tiny,))
+    slow_host = dataclasses.replace(A100, host_overhead_s=50e-6)
+    assert task_time(task, slow_host, HBM) == pytest.approx(10 * 50e-6)
+    assert task_time(task, A100, HBM) == pytest.approx(10 * (1000 / (HBM * 0.6) + 3e-6))
+
+
+def test_a_priced_task_draws_its_own_bytes_under_contention():
+    """A priced task (a time and its bytes) slows only once communication leaves it less HBM than it draws."""
+    npu = NPU(312e12, HBM, 108, compute_model=A100)
+    t = Compute(time_s=1e-3, hbm_bytes=0.5e-3 * HBM)            # draws half the HBM
+    core, mem = compute_time_terms(t, npu, npu.cores, 0.6 * HBM)
+    assert max(core, mem) == pytest.approx(1e-3)
+    core, mem = compute_time_terms(t, npu, npu.cores, 0.25 * HBM)
+    assert max(core, mem) == pytest.approx(2e-3)
+
+
+def test_pricing_keeps_flops_and_sets_times():
+    w = llm(layers=4, hidden=1024, heads=16, global_batch=8, micro_batch=1, tensor_parallel=2,
+            pipeline_parallel=1, data_parallel=4, tensor_dims=(0,), pipeline_dims=(), data_dims=(1,))
+    p = price(w, A100, HBM)
+    for a, b in zip(w.program, p.program):
+        assert b.demand.flops == a.demand.flops
+        if a.demand.kernels:
+            assert b.demand.time_s == pytest.approx(task_time(a.demand, A100, HBM))
+
+
+# ---------------------------------------------------------------------------------------------- profiles
+
+def test_a_problem_names_a_profile_and_overrides_it(tmp_path):
+    src = (ROOT / "problems/llm/gpt_7b_ace_64npu.yaml").read_text()
+    npu_block = src[src.index("npu:"):src.index("engine:")]
+    f = tmp_path / "p.yaml"
+    f.write_text(src.replace(npu_block, "npu:\n  profile: a100-sxm-80gb\n  compute_model: {gemm_efficiency: 0.5}\n"))
+    p = load_problem(f)
+    assert p.npu.profile == "a100-sxm-80gb" and p.npu.hbm_bandwidth == 2039e9 and p.npu.hbm_capacity == 80 * 2 ** 30
+    assert p.npu.compute_model.gemm_efficiency == 0.5
+    assert all(s.demand.time_s is not None for s in p.workload.program if s.demand.kernels)
+    base = load_problem(ROOT / "problems/llm/gpt_7b_ace_64npu.yaml")
+    assert all(s.demand.time_s is None for s in base.workload.program)   # no profile: the roofline, unchanged
+
+
+@pytest.mark.parametrize("bad, expected", [
+    ("profile: no-such-gpu", "no platform profile 'no-such-gpu'"),
+    ("profile: vtrain-a100", "'vtrain-a100' is a cluster profile; expected a gpu profile"),
+    ("profile: a100-sxm-80gb\n  compute_model: {gemm_efficiency: 1.5}", "expected a number from 0.01 to 1"),
+])
+def test_bad_profiles_are_one_line_exit_2(tmp_path, bad, expected):
+    src = (ROOT / "problems/llm/gpt_7b_ace_64npu.yaml").read_text()
+    npu_block = src[src.index("npu:"):src.index("engine:")]
+    f = tmp_path / "p.yaml"
+    f.write_text(src.replace(npu_block, f"npu:\n  {bad}\n"))
+    r = subprocess.run([sys.executable, "-m", "codesign", "validate", str(f)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert expected in r.stderr and "npu." in r.stderr
+
+
+# ---------------------------------------------------------------------------------------------- fits
+
 def test_tile_intensity_by_hand():
     """A k step of a 64 x 64 tile moves 2 (64 + 64) bytes of 2-byte operands for 2 x 64 x 64 FLOPs: 32 FLOPs
     per byte, 0.74 of the A100's balance of 312e12 / 7.22e12 = 43.2; a 256 x 128 tile's 85.3 is above it."""

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codesign.calibrate.fit import fit_link, read_nccl
 from codesign.calibrate.accuracy import platform_of
+from codesign.calibrate.fit import fit_link, read_nccl
 from codesign.platform.collectives import phases
 from codesign.platform.costs import link_time
 from codesign.platform.topology import Dim, Topology
@@ -66,7 +66,8 @@ def test_problem_file_dimension_reads_the_terms(tmp_path):
     base = (ROOT / "problems" / "quickstart.yaml").read_text()
     assert "latency: 500 ns}" in base
     f = tmp_path / "p.yaml"
-    f.write_text(base.replace("latency: 500 ns}", "latency: 500 ns, phase_latency: 30 us, buffer_bandwidth: 1 TB/s}", 1))
+    terms = "latency: 500 ns, phase_latency: 30 us, buffer_bandwidth: 1 TB/s}"
+    f.write_text(base.replace("latency: 500 ns}", terms, 1))
     d = load_problem(f).topology.dims[0]
     assert d.phase_latency == pytest.approx(30e-6) and d.buffer_bandwidth == pytest.approx(1e12)
     f.write_text(base.replace("latency: 500 ns}", "latency: 500 ns, phase_latency: -3 us}", 1))

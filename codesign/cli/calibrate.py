@@ -95,7 +95,8 @@ def calibrate_command(args: argparse.Namespace) -> int:
               f"step, phase latency {link.phase_latency * 1e6:.2f} us, buffer bandwidth {buf} ({link.algorithm}); "
               f"{len(samples)} samples, {summary}")
         for lo, hi, mean, worst in residuals_by_size(samples, errors):
-            print(f"  {lo / 2**20:>5.0f} MiB to {hi / 2**20:>5.0f} MiB: mean {100 * mean:.2f}%, worst {100 * worst:.2f}%")
+            print(f"  {lo / 2**20:>5.0f} MiB to {hi / 2**20:>5.0f} MiB: mean {100 * mean:.2f}%, "
+                  f"worst {100 * worst:.2f}%")
     else:
         if len(args.data) != 1:
             raise SpecError("compute takes one runs CSV", path="data")

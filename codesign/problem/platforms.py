@@ -61,6 +61,16 @@ def read_profile(ctx: Ctx, ref: Any, path: str, line: int | None, kind: str) -> 
     return pctx, m
 
 
+def label(pctx: Ctx, m: YMap, ref: str) -> str:
+    """The name a profile is reported under: its ``name``, except that a user's copy still under a shipped
+    profile's name (copied and edited, not renamed) is reported by its file as the user wrote it, so that
+    figures from edited values never pass for the shipped profile's."""
+    name = text(pctx, m, "name", "")
+    if Path(pctx.file).parent == SHIPPED or name not in shipped():
+        return name
+    return ref
+
+
 @dataclass(frozen=True)
 class Link:
     """One of a cluster's networks as a topology dimension takes it: bytes/s per GPU and direction, seconds
@@ -109,7 +119,7 @@ def cluster(ctx: Ctx, ref: str, path: str = "--platform", line: int | None = Non
     gpu = text(pctx, m, "gpu", "gpu")
     profile_path(pctx, gpu, "gpu", line_of(m, "gpu"))   # it exists
     size = int(number(pctx, m["node_size"], "node_size", line_of(m, "node_size"), lo=1, integer=True))
-    return Cluster(text(pctx, m, "name", ""), gpu, size, _link(pctx, m, "intra_node"), _link(pctx, m, "inter_node"),
+    return Cluster(label(pctx, m, ref), gpu, size, _link(pctx, m, "intra_node"), _link(pctx, m, "inter_node"),
                    pctx.file)
 
 
@@ -118,7 +128,7 @@ def gpu_section(ctx: Ctx, ref: Any, path: str, line: int | None) -> tuple[Ctx, Y
     pctx, m = read_profile(ctx, ref, path, line, "gpu")
     if "npu" not in m:
         raise pctx.error("npu", "missing required key (a GPU profile has an npu section)", getattr(m, "line", None))
-    return pctx, m["npu"], text(pctx, m, "name", "")
+    return pctx, m["npu"], label(pctx, m, ref)
 
 
 def check_not_nested(ctx: Ctx, m: YMap, path: str) -> None:
