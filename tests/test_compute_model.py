@@ -48,14 +48,17 @@ def test_kernel_flops_add_up_to_the_builders(kw):
 
 
 def test_gemm_by_hand():
-    """A 4096 x 4096 x 4096 product: 16 x 32 tiles of 256 x 128 = 512 tiles, 5 waves on 108 SMs (the last
-    partial), each tile 2*256*128*4096 FLOPs at 312e12/108 x 0.9 per SM, times the tile's operand intensity
-    256*128/(2*384) FLOPs/B over the SM's balance (312e12/108 FLOP/s over 7.22e12/108 B/s) where below 1."""
+    """A 4096 x 4096 x 4096 product: 256 x 128 tiles give 512 tiles, 5 waves on 108 SMs (4.74 full), at the full
+    rate (intensity 256*128/384 = 85.3 FLOPs/B above the SM's balance of 312e12/7.22e12 = 43.2); 128 x 64 tiles
+    give 2,048 tiles, 19 waves (18.96 full) of a quarter of the work at 128*64/192 / 43.2 = 0.987 of the rate:
+    4.81 against 5, the smaller tile wins by filling the last wave."""
     k = gemm("g", 4096, 4096, 4096, 2.0)
-    feed = min(1.0, (256 * 128 / (2 * 384)) / (312e12 / 7.22e12))
-    per_tile = 2 * 256 * 128 * 4096 / (312e12 / 108 * 0.9 * feed)
-    assert gemm_time(k, A100, HBM) == pytest.approx(5 * per_tile, rel=1e-12)
-    assert kernel_time(k, A100, HBM) == pytest.approx(5 * per_tile + 3e-6, rel=1e-12)
+    balance = 312e12 / 7.22e12
+    big = 5 * 2 * 256 * 128 * 4096 / (312e12 / 108 * 0.9)
+    small = 19 * 2 * 128 * 64 * 4096 / (312e12 / 108 * 0.9 * (128 * 64 / 192) / balance)
+    assert small < big
+    assert gemm_time(k, A100, HBM) == pytest.approx(small, rel=1e-12)
+    assert kernel_time(k, A100, HBM) == pytest.approx(small + 3e-6, rel=1e-12)
 
 
 def test_efficiency_depends_on_shape():
@@ -127,7 +130,7 @@ def test_a_problem_names_a_profile_and_overrides_it(tmp_path):
 @pytest.mark.parametrize("bad, expected", [
     ("profile: no-such-gpu", "no platform profile 'no-such-gpu'"),
     ("profile: vtrain-a100", "'vtrain-a100' is a cluster profile; expected a gpu profile"),
-    ("profile: a100-sxm-80gb\n  compute_model: {gemm_efficiency: 1.5}", "expected a number <= 1"),
+    ("profile: a100-sxm-80gb\n  compute_model: {gemm_efficiency: 1.5}", "expected a number from 0.01 to 1"),
 ])
 def test_bad_profiles_are_one_line_exit_2(tmp_path, bad, expected):
     src = (ROOT / "problems/llm/gpt_7b_ace_64npu.yaml").read_text()
@@ -142,6 +145,14 @@ def test_bad_profiles_are_one_line_exit_2(tmp_path, bad, expected):
 
 # ---------------------------------------------------------------------------------------------- fits
 
+def test_tile_intensity_by_hand():
+    """A k step of a 64 x 64 tile moves 2 (64 + 64) bytes of 2-byte operands for 2 x 64 x 64 FLOPs: 32 FLOPs
+    per byte, 0.74 of the A100's balance of 312e12 / 7.22e12 = 43.2; a 256 x 128 tile's 85.3 is above it."""
+    per_sm = 312e12 / 108
+    assert A100.tile_rate(64, 64) == pytest.approx(per_sm * 0.9 * 32 / (312e12 / 7.22e12), rel=1e-12)
+    assert A100.tile_rate(256, 128) == pytest.approx(per_sm * 0.9, rel=1e-12)
+
+
 def test_l1_fit_recovers_a_known_answer_despite_an_outlier():
     rows = [[1.0, float(i)] for i in range(1, 21)]
     b = [2.0 + 0.5 * i for i in range(1, 21)]
@@ -151,15 +162,30 @@ def test_l1_fit_recovers_a_known_answer_despite_an_outlier():
 
 
 def test_fit_link_recovers_bandwidth_and_latency():
-    """Synthetic all-reduce times made by codesign's own formula at 200 GB/s and 4 us come back exactly."""
+    """Synthetic all-reduce times made by codesign's own formula at 200 GB/s, 4 us per step, 30 us per phase
+    and 600 GB/s over the buffer, on 2, 4 and 8 GPUs, come back exactly."""
     samples = []
     for p in (2, 4, 8):
         for size in (2 ** 20, 2 ** 24, 2 ** 28):
-            wire, steps = _allreduce_terms(Sample(p, size, 1.0), "ring")
-            samples.append(Sample(p, size, wire / 200e9 + steps * 4e-6))
+            wire, steps, phase, buf = _allreduce_terms(Sample(p, size, 1.0), "ring")
+            samples.append(Sample(p, size, wire / 200e9 + steps * 4e-6 + phase * 30e-6 + buf / 600e9))
     link, errors = fit_link(samples)
-    assert link.bandwidth == pytest.approx(200e9, rel=1e-9) and link.latency == pytest.approx(4e-6, rel=1e-9)
+    assert link.bandwidth == pytest.approx(200e9, rel=1e-7) and link.latency == pytest.approx(4e-6, rel=1e-7)
+    assert link.phase_latency == pytest.approx(30e-6, rel=1e-7)
+    assert link.buffer_bandwidth == pytest.approx(600e9, rel=1e-7)
     assert max(abs(e) for e in errors) < 1e-9
+
+
+def test_fit_link_on_one_gpu_count_fits_the_line_only():
+    """One GPU count cannot tell wire bytes from buffer bytes nor a step from a phase: the fit keeps to the
+    bandwidth and per-step latency, and finds them where the data is that line."""
+    samples = []
+    for size in (2 ** 20, 2 ** 24, 2 ** 28):
+        wire, steps, _, _ = _allreduce_terms(Sample(8, size, 1.0), "ring")
+        samples.append(Sample(8, size, wire / 150e9 + steps * 2e-6))
+    link, errors = fit_link(samples)
+    assert link.bandwidth == pytest.approx(150e9, rel=1e-7) and link.latency == pytest.approx(2e-6, rel=1e-7)
+    assert link.phase_latency == 0.0 and link.buffer_bandwidth is None
 
 
 def test_fit_compute_recovers_a_known_model(tmp_path):
@@ -391,6 +417,7 @@ def test_calibrate_writes_a_profile_a_problem_can_name_and_never_over_a_users_fi
     cl = cluster(Ctx(str(tmp_path / "p.yaml")), "fitted.yaml")
     assert cl.intra_node.bandwidth == pytest.approx(link.bandwidth, rel=1e-4)
     assert cl.intra_node.latency == pytest.approx(link.latency, rel=1e-3)
+    assert cl.intra_node.phase_latency == pytest.approx(link.phase_latency, abs=1e-8)
 
 
 def test_calibrate_compute_refuses_multi_node_runs(tmp_path):

@@ -1,10 +1,10 @@
 """Fitting a platform profile to measurements: collective curves, and a GPU's compute model to single-node
 training runs. Both are least-absolute-relative-deviation fits, LPs on HiGHS (``milp.fit.l1_fit``).
 
-- ``fit_link``: a network's bandwidth and per-step latency from measured all-reduce times (nccl-tests): the
-  time codesign gives an all-reduce of S bytes on a dimension of p GPUs is linear in 1/bandwidth and the
-  latency (``platform.costs.link_time``: wire bytes over the bandwidth, plus message steps times hops times
-  the latency), so one LP fits them exactly in that model;
+- ``fit_link``: a network's bandwidth, per-step latency, per-phase latency and buffer bandwidth from
+  measured all-reduce times (nccl-tests): the time codesign gives an all-reduce of S bytes on a dimension
+  of p GPUs (``platform.costs.link_time``) is linear in 1/bandwidth, the two latencies and 1/buffer
+  bandwidth, so one LP fits them exactly in that model, every octave of message size weighed alike;
 - ``fit_compute``: ``gemm_efficiency``, ``memory_efficiency``, ``kernel_overhead_s`` and ``host_overhead_s``
   from measured iteration times, starting from the profile's values (the fit is local). A simulated iteration
   is piecewise linear in (1/gemm_efficiency, 1/memory_efficiency, the two overheads) where the schedule does
@@ -27,6 +27,7 @@ from ..errors import SpecError
 from ..milp.fit import l1_fit
 from ..platform.collectives import phases
 from ..platform.compute import ComputeModel
+from ..platform.costs import link_time
 from ..platform.endpoint import NPU
 from ..platform.topology import Dim, Topology
 from ..problem.platforms import Cluster, Link
@@ -73,22 +74,61 @@ def read_nccl(path: str | Path, gpus: int | None = None) -> list[Sample]:
     return out
 
 
-def _allreduce_terms(s: Sample, algorithm: str) -> tuple[float, float]:
-    """(wire bytes, message steps x hops) of an all-reduce of ``s.bytes`` on a switch of ``s.gpus``."""
-    dim = Dim("fit", "switch", s.gpus, 1, 1.0, 0.0, algorithm)
-    phs = phases(Comm("all_reduce", s.bytes), Topology((dim,)))
-    return sum(p.wire_bytes for p in phs), sum(p.steps for p in phs) * dim.hops
+def _allreduce_terms(s: Sample, algorithm: str) -> tuple[float, float, float, float]:
+    """The seconds an all-reduce of ``s.bytes`` on a switch of ``s.gpus`` takes per unit of each link
+    parameter (1/bandwidth, latency per step and hop, latency per phase, 1/buffer_bandwidth): its time is
+    linear in them, so these are ``costs.link_time`` itself with one parameter at 1 and the others at 0."""
+    comm = Comm("all_reduce", s.bytes)
+    inf = math.inf
+    units = ((1.0, 0.0, 0.0, None), (inf, 1.0, 0.0, None), (inf, 0.0, 1.0, None), (inf, 0.0, 0.0, 1.0))
+    out = []
+    for bw, lat, phase, buf in units:
+        topo = Topology((Dim("fit", "switch", s.gpus, 1, bw, lat, algorithm, phase, buf),))
+        out.append(sum(link_time(p, topo, 0.0) for p in phases(comm, topo)))
+    return out[0], out[1], out[2], out[3]
+
+
+def octave_weights(samples: Sequence[Sample]) -> list[float]:
+    """Each sample's weight in the fit: 1/its time (a relative error) over the samples of its GPU count in
+    its octave of size, so that every octave of message size counts alike: nccl-tests tables step sizes
+    evenly (1 MiB apart), which would give the sizes above 512 MiB half the weight, while the collectives of a
+    training iteration span 1 MiB to gigabytes."""
+    key = [(s.gpus, math.floor(math.log2(s.bytes))) for s in samples]
+    count: dict[tuple[int, int], int] = {}
+    for k in key:
+        count[k] = count.get(k, 0) + 1
+    return [1.0 / (s.seconds * count[k]) for s, k in zip(samples, key)]
 
 
 def fit_link(samples: Sequence[Sample], algorithm: str = "ring") -> tuple[Link, list[float]]:
-    """The bandwidth (B/s) and per-step latency (s) that fit ``samples`` best (sum of relative errors), and
-    each sample's relative error at the fit."""
+    """The bandwidth (B/s), per-step latency (s), per-phase latency (s) and buffer bandwidth (B/s) that fit
+    ``samples`` best (the octave-weighted sum of relative errors, ``octave_weights``), and each sample's
+    relative error at the fit. One LP: the time ``costs.link_time`` gives is linear in the four (1/bandwidth,
+    the latencies, 1/buffer bandwidth). Samples of one GPU count cannot tell the wire bytes from the buffer
+    (both proportional to the size) nor a step from a phase (the steps are fixed): those fit the bandwidth and
+    the per-step latency only, ASTRA-sim's line."""
     rows = [_allreduce_terms(s, algorithm) for s in samples]
     b = [s.seconds for s in samples]
-    fit = l1_fit(rows, b, [1.0 / t for t in b], lo=[1e-15, 0.0])
-    inv_bw, lat = fit.x
-    errors = [(w * inv_bw + st * lat) / t - 1.0 for (w, st), t in zip(rows, b)]
-    return Link(1.0 / inv_bw, lat, algorithm), errors
+    full = len({s.gpus for s in samples}) > 1
+    hi = None if full else [math.inf, math.inf, 0.0, 0.0]
+    fit = l1_fit(rows, b, octave_weights(samples), lo=[1e-15, 0.0, 0.0, 0.0], hi=hi)
+    inv_bw, lat, phase, inv_buf = fit.x
+    errors = [sum(a * x for a, x in zip(r, fit.x)) / t - 1.0 for r, t in zip(rows, b)]
+    return Link(1.0 / inv_bw, lat, algorithm, phase, 1.0 / inv_buf if inv_buf > 0 else None), errors
+
+
+#: The message-size bands residuals are reported by (bytes, from and below).
+BANDS = tuple((2.0 ** a, 2.0 ** b) for a, b in ((20, 22), (22, 24), (24, 26), (26, 28), (28, 31)))
+
+
+def residuals_by_size(samples: Sequence[Sample], errors: Sequence[float]) -> list[tuple[float, float, float, float]]:
+    """Per band of ``BANDS`` holding samples: (from bytes, below bytes, mean, worst absolute relative error)."""
+    out = []
+    for lo, hi in BANDS:
+        e = [abs(x) for s, x in zip(samples, errors) if lo <= s.bytes < hi]
+        if e:
+            out.append((lo, hi, sum(e) / len(e), max(e)))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- compute

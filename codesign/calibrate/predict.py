@@ -66,7 +66,8 @@ def layout(run: Run, cluster: Cluster) -> Layout:
 
 
 def _dim(name: str, size: int, link: Link) -> Dim:
-    return Dim(name, "switch", size, 1, link.bandwidth, link.latency, link.algorithm)
+    return Dim(name, "switch", size, 1, link.bandwidth, link.latency, link.algorithm, link.phase_latency,
+               link.buffer_bandwidth)
 
 
 def problem_of(run: Run, cluster: Cluster, gpu: NPU) -> Problem:

@@ -70,7 +70,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     import yaml
 
     from ..calibrate.accuracy import platform_of
-    from ..calibrate.fit import fit_compute, fit_link, read_nccl
+    from ..calibrate.fit import fit_compute, fit_link, read_nccl, residuals_by_size
     from ..calibrate.runs import read_runs
     from ..problem.platforms import profile_path
     from ..spec.files import read_user_file
@@ -87,11 +87,16 @@ def calibrate_command(args: argparse.Namespace) -> int:
         samples = [s for f in args.data for s in read_nccl(f)]
         link, errors = fit_link(samples, cl.intra_node.algorithm)
         doc = yaml.safe_load(read_user_file(cl.file, what="platform profile"))
-        doc["intra_node"] = {**doc.get("intra_node", {}), "bandwidth": f"{link.bandwidth / 1e9:.2f} GB/s",
-                             "latency": f"{link.latency * 1e6:.3f} us", "algorithm": link.algorithm}
+        kept = {k: v for k, v in doc.get("intra_node", {}).items() if k not in ("phase_latency", "buffer_bandwidth")}
+        doc["intra_node"] = {**kept, **_link_doc(link)}  # a term this fit leaves out is not kept from the start
         summary = _residuals(errors)
+        buf = f"{link.buffer_bandwidth / 1e9:.1f} GB/s" if link.buffer_bandwidth else "none"
         print(f"intra_node: bandwidth {link.bandwidth / 1e9:.2f} GB/s, latency {link.latency * 1e6:.3f} us per "
-              f"step ({link.algorithm}); {len(samples)} samples, {summary}")
+              f"step, phase latency {link.phase_latency * 1e6:.2f} us, buffer bandwidth {buf} ({link.algorithm}); "
+              f"{len(samples)} samples, {summary}")
+        for lo, hi, mean, worst in residuals_by_size(samples, errors):
+            print(f"  {lo / 2**20:>5.0f} MiB to {hi / 2**20:>5.0f} MiB: mean {100 * mean:.2f}%, "
+                  f"worst {100 * worst:.2f}%")
     else:
         if len(args.data) != 1:
             raise SpecError("compute takes one runs CSV", path="data")
@@ -121,6 +126,17 @@ def calibrate_command(args: argparse.Namespace) -> int:
     write_output(out, lambda f: f.write(text.encode()))
     print(f"wrote {out}")
     return 0
+
+
+def _link_doc(link: Any) -> dict[str, str]:
+    """A fitted network as a cluster profile's ``intra_node`` keys (``problem.platforms.LINK_KEYS``)."""
+    out = {"bandwidth": f"{link.bandwidth / 1e9:.2f} GB/s", "latency": f"{link.latency * 1e6:.3f} us",
+           "algorithm": link.algorithm}
+    if link.phase_latency > 0:
+        out["phase_latency"] = f"{link.phase_latency * 1e6:.2f} us"
+    if link.buffer_bandwidth is not None:
+        out["buffer_bandwidth"] = f"{link.buffer_bandwidth / 1e9:.1f} GB/s"
+    return out
 
 
 def _residuals(errors: list[float]) -> str:

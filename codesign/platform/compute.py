@@ -8,10 +8,9 @@ operands less and reach less of an SM's peak, and every kernel pays a launch (NV
 Multiplication Background User's Guide", docs/accuracy.md). The model:
 
 - per SM, a tile of tm x tn reaches ``min(1, intensity / balance)`` of the SM's share of the peak, its
-  intensity taken as tm tn / (2 (tm + tn)) FLOPs per operand byte against the SM's balance of peak over L2
-  bandwidth (both datasheet figures), times the sustained fraction ``gemm_efficiency`` (fitted). A k step
-  moves 2 (tm + tn) bytes of 2-byte operands for 2 tm tn FLOPs, tm tn / (tm + tn): the code counts half of
-  that, which the fitted efficiency absorbs; docs/accuracy.md lists it to be corrected with the next refit;
+  intensity tm tn / (tm + tn) FLOPs per operand byte (a k step moves 2 (tm + tn) bytes of 2-byte operands
+  for 2 tm tn FLOPs) against the SM's balance of peak over L2 bandwidth (both datasheet figures), times the
+  sustained fraction ``gemm_efficiency`` (fitted);
 - a product takes ceil(tiles / SMs) waves of one tile's time, or with k split in s parts, s times the tiles
   of 1/s of the time plus the partial results' fp32 reduction through HBM; never less than its operand and
   result bytes at the memory kernels' bandwidth;
@@ -59,7 +58,7 @@ class ComputeModel:
         """FLOP/s one SM sustains on tiles of tm x tn."""
         per_sm = self.matmul_flops / self.sms
         balance = per_sm / (self.l2_bandwidth / self.sms)       # FLOPs per L2 byte at which an SM is fed
-        intensity = tm * tn / (2.0 * (tm + tn))                 # FLOPs per operand byte (2-byte operands)
+        intensity = tm * tn / (tm + tn)     # FLOPs per operand byte: 2 tm tn FLOPs for 2 (tm + tn) bytes a k step
         return per_sm * min(1.0, intensity / balance) * self.gemm_efficiency
 
 

@@ -25,9 +25,20 @@ from .topology import Topology
 
 
 def link_time(ph: Phase, topology: Topology, endpoint_delay_s: float) -> float:
-    """Seconds the phase occupies its dimension: serialization plus per-step hop latency and endpoint delay."""
+    """Seconds the phase occupies its dimension: serialization plus per-step hop latency and endpoint delay;
+    where the dimension states them (a calibrated cluster, ``topology.Dim``), plus its once-per-phase latency
+    and one pass over the phase's buffer at ``buffer_bandwidth`` per half (a reduce-scatter or an all-gather
+    one, an all-reduce two, so that the two halves cost what the all-reduce they make up costs). An all-reduce
+    of S bytes on p GPUs of a ring takes  phase_latency + 2(p-1) hops latency + 2(p-1)/p S / bandwidth
+    + 2 S / buffer_bandwidth : its bus bandwidth rises with S as the fixed terms amortize, and with p as the
+    buffer term's share falls, as NCCL's measured curves do (docs/accuracy.md, "Communication")."""
     d = topology.dims[ph.dim]
-    return ph.wire_bytes / d.bandwidth + ph.steps * (d.hops * d.latency + endpoint_delay_s)
+    t = ph.wire_bytes / d.bandwidth + ph.steps * (d.hops * d.latency + endpoint_delay_s)
+    if d.phase_latency:
+        t += d.phase_latency
+    if d.buffer_bandwidth is not None:
+        t += (2 if ph.op == "all_reduce" else 1) * ph.buffer_bytes / d.buffer_bandwidth
+    return t
 
 
 def resource_time(demand: float, rate: float) -> float:

@@ -4,7 +4,10 @@ An NPU sits in every dimension at once (a 4x4x4 torus is three ring dimensions o
 ``size`` NPUs, ``links`` links per NPU, each of ``link_bandwidth`` bytes/s per direction and ``latency``
 seconds per hop. As in ASTRA-sim 1.0's analytical backend, a ring or switch dimension drives all of an
 NPU's links together (bandwidth ``links * link_bandwidth``), while a fully-connected dimension spreads
-its links over the ``size - 1`` peers.
+its links over the ``size - 1`` peers. Two optional terms follow measured NCCL curves (``costs.link_time``):
+``phase_latency``, seconds a collective phase pays once (NCCL's launch and synchronization), and
+``buffer_bandwidth``, bytes/s at which the endpoints pass over a phase's buffer (the reduce and copy work of
+NCCL's kernels); without them a dimension is ASTRA-sim's latency-bandwidth line.
 """
 from __future__ import annotations
 
@@ -33,6 +36,8 @@ class Dim:
     link_bandwidth: float
     latency: float = 0.0
     algorithm: str = ""
+    phase_latency: float = 0.0                 # seconds per collective phase
+    buffer_bandwidth: float | None = None      # bytes/s over the phase's buffer; None: no such term
 
     @property
     def algo(self) -> str:

@@ -26,6 +26,7 @@ from ..spec.files import UnreadableFile, confined, read_user_bytes
 from ..spec.readers import (
     Ctx,
     boolean,
+    bounded,
     choice,
     items,
     join_path,
@@ -350,7 +351,7 @@ def topology(ctx: Ctx, t: Any, top: YMap) -> tuple[Topology, Network | None]:
     for i, dv in enumerate(lst):
         p = f"topology.dims[{i}]"
         dm = section(ctx, dv, p, ("name", "kind", "size", "links", "bandwidth", "latency", "algorithm",
-                                  "cost_per_gbps"),
+                                  "cost_per_gbps", "phase_latency", "buffer_bandwidth"),
                      ("kind", "size", "bandwidth"), lst, i)
         kind = choice(ctx, dm, "kind", p, KINDS)
         size = int(number(ctx, dm.get("size"), join_path(p, "size"), line_of(dm, "size"), integer=True, lo=0))
@@ -371,7 +372,10 @@ def topology(ctx: Ctx, t: Any, top: YMap) -> tuple[Topology, Network | None]:
         dims.append(Dim(name=text(ctx, dm, "name", p, default=f"dim{i}"), kind=kind, size=size, links=links,
                         link_bandwidth=bws[-1],
                         latency=quantity(ctx, dm, "latency", p, U.SECONDS, allow_zero=True, default=0.0),
-                        algorithm=algo))
+                        algorithm=algo,
+                        phase_latency=quantity(ctx, dm, "phase_latency", p, U.SECONDS, allow_zero=True, default=0.0),
+                        buffer_bandwidth=quantity(ctx, dm, "buffer_bandwidth", p, U.BYTES_PER_S)
+                        if "buffer_bandwidth" in dm else None))
     topo = Topology(tuple(dims))
     open_ = any(len(o) > 1 for o in options) or any(costs) or "cost_budget" in m
     if not open_:
@@ -385,6 +389,14 @@ def topology(ctx: Ctx, t: Any, top: YMap) -> tuple[Topology, Network | None]:
 NPU_KEYS = ("compute", "hbm_bandwidth", "cores", "core_reduce_rate", "compute_hbm_utilization", "profile",
             "hbm_capacity", "compute_model")
 MODEL_KEYS = ("sms", "l2_bandwidth", "gemm_efficiency", "memory_efficiency", "kernel_overhead", "host_overhead")
+#: The values a compute model accepts (its quantity, lowest, highest): an efficiency is a sustained share of
+#: a datasheet peak (below 1% no GPU runs), an overhead a launch's or an operator's time (microseconds; a
+#: millisecond is far past any), a GPU's SMs and L2 bandwidth what a chip can have. Beyond them a value is
+#: a typo, and a prediction from it would be absurd, so it is refused (exit 2), not warned about.
+MODEL_RANGES: dict[str, tuple[U.Dimension | None, float, float]] = {
+    "sms": (None, 1, 100_000), "l2_bandwidth": (U.BYTES_PER_S, 1e9, 1e15),
+    "gemm_efficiency": (None, 0.01, 1.0), "memory_efficiency": (None, 0.01, 1.0),
+    "kernel_overhead": (U.SECONDS, 0.0, 1e-3), "host_overhead": (U.SECONDS, 0.0, 1e-3)}
 
 
 def _compute_model(ctx: Ctx, v: Any, path: str, base: ComputeModel | None, flops: float) -> ComputeModel | None:
@@ -393,20 +405,20 @@ def _compute_model(ctx: Ctx, v: Any, path: str, base: ComputeModel | None, flops
         return base if base is None else replace(base, matmul_flops=flops)
     m = section(ctx, v, path, MODEL_KEYS, () if base else ("sms", "l2_bandwidth"))
 
-    def frac(key: str, default: float) -> float:
-        return number(ctx, m.get(key, default), join_path(path, key), line_of(m, key), lo=0, hi=1, lo_open=True)
-
     d = base or ComputeModel(flops, 1, 1.0)
+
+    def get(key: str, default: float) -> float:
+        dim, lo, hi = MODEL_RANGES[key]
+        return bounded(ctx, m, key, path, dim, lo, hi, default)
+
     return ComputeModel(
         matmul_flops=flops,
-        sms=int(number(ctx, m.get("sms", d.sms), join_path(path, "sms"), line_of(m, "sms"), lo=1, integer=True)),
-        l2_bandwidth=quantity(ctx, m, "l2_bandwidth", path, U.BYTES_PER_S, default=d.l2_bandwidth),
-        gemm_efficiency=frac("gemm_efficiency", d.gemm_efficiency),
-        memory_efficiency=frac("memory_efficiency", d.memory_efficiency),
-        kernel_overhead_s=quantity(ctx, m, "kernel_overhead", path, U.SECONDS, allow_zero=True,
-                                   default=d.kernel_overhead_s),
-        host_overhead_s=quantity(ctx, m, "host_overhead", path, U.SECONDS, allow_zero=True,
-                                 default=d.host_overhead_s))
+        sms=int(number(ctx, m.get("sms", d.sms), join_path(path, "sms"), line_of(m, "sms"), lo=1, hi=MODEL_RANGES[
+            "sms"][2], integer=True)),
+        l2_bandwidth=get("l2_bandwidth", d.l2_bandwidth), gemm_efficiency=get("gemm_efficiency", d.gemm_efficiency),
+        memory_efficiency=get("memory_efficiency", d.memory_efficiency),
+        kernel_overhead_s=get("kernel_overhead", d.kernel_overhead_s),
+        host_overhead_s=get("host_overhead", d.host_overhead_s))
 
 
 def npu(ctx: Ctx, n: Any, top: YMap, *, in_profile: bool = False) -> NPU:

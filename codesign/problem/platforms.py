@@ -61,14 +61,27 @@ def read_profile(ctx: Ctx, ref: Any, path: str, line: int | None, kind: str) -> 
     return pctx, m
 
 
+def label(pctx: Ctx, m: YMap, ref: str) -> str:
+    """The name a profile is reported under: its ``name``, except that a user's copy still under a shipped
+    profile's name (copied and edited, not renamed) is reported by its file as the user wrote it, so that
+    figures from edited values never pass for the shipped profile's."""
+    name = text(pctx, m, "name", "")
+    if Path(pctx.file).parent == SHIPPED or name not in shipped():
+        return name
+    return ref
+
+
 @dataclass(frozen=True)
 class Link:
     """One of a cluster's networks as a topology dimension takes it: bytes/s per GPU and direction, seconds
-    per message step, the collective algorithm (``platform.topology.ALGORITHMS``)."""
+    per message step, the collective algorithm (``platform.topology.ALGORITHMS``), and the optional NCCL
+    terms ``platform.costs.link_time`` reads: seconds per collective phase, bytes/s over a phase's buffer."""
 
     bandwidth: float
     latency: float
     algorithm: str
+    phase_latency: float = 0.0
+    buffer_bandwidth: float | None = None
 
 
 @dataclass(frozen=True)
@@ -83,12 +96,17 @@ class Cluster:
     file: str
 
 
+#: The keys of a cluster's network (``intra_node``, ``inter_node``).
+LINK_KEYS = ("bandwidth", "latency", "algorithm", "phase_latency", "buffer_bandwidth", "description")
+
+
 def _link(ctx: Ctx, m: YMap, key: str) -> Link:
-    s = section(ctx, m.get(key), key, ("bandwidth", "latency", "algorithm", "description"), ("bandwidth",),
-                parent=m, key=key)
+    s = section(ctx, m.get(key), key, LINK_KEYS, ("bandwidth",), parent=m, key=key)
     return Link(quantity(ctx, s, "bandwidth", key, U.BYTES_PER_S),
                 quantity(ctx, s, "latency", key, U.SECONDS, allow_zero=True, default=0.0),
-                choice(ctx, s, "algorithm", key, ALGORITHMS, default="ring"))
+                choice(ctx, s, "algorithm", key, ALGORITHMS, default="ring"),
+                quantity(ctx, s, "phase_latency", key, U.SECONDS, allow_zero=True, default=0.0),
+                quantity(ctx, s, "buffer_bandwidth", key, U.BYTES_PER_S) if "buffer_bandwidth" in s else None)
 
 
 def cluster(ctx: Ctx, ref: str, path: str = "--platform", line: int | None = None) -> Cluster:
@@ -101,7 +119,7 @@ def cluster(ctx: Ctx, ref: str, path: str = "--platform", line: int | None = Non
     gpu = text(pctx, m, "gpu", "gpu")
     profile_path(pctx, gpu, "gpu", line_of(m, "gpu"))   # it exists
     size = int(number(pctx, m["node_size"], "node_size", line_of(m, "node_size"), lo=1, integer=True))
-    return Cluster(text(pctx, m, "name", ""), gpu, size, _link(pctx, m, "intra_node"), _link(pctx, m, "inter_node"),
+    return Cluster(label(pctx, m, ref), gpu, size, _link(pctx, m, "intra_node"), _link(pctx, m, "inter_node"),
                    pctx.file)
 
 
@@ -110,7 +128,7 @@ def gpu_section(ctx: Ctx, ref: Any, path: str, line: int | None) -> tuple[Ctx, Y
     pctx, m = read_profile(ctx, ref, path, line, "gpu")
     if "npu" not in m:
         raise pctx.error("npu", "missing required key (a GPU profile has an npu section)", getattr(m, "line", None))
-    return pctx, m["npu"], text(pctx, m, "name", "")
+    return pctx, m["npu"], label(pctx, m, ref)
 
 
 def check_not_nested(ctx: Ctx, m: YMap, path: str) -> None:

@@ -34,6 +34,7 @@ KiB, TiB = 2.0**10, 2.0**40
 #: unit (a factor of 1000 or more), not an unusual design.
 RANGES: tuple[Plausible, ...] = (
     Plausible("a link latency", U.SECONDS, ("latency",), None, 1e-3, 500e-9),
+    Plausible("a collective phase's latency", U.SECONDS, ("phase_latency",), None, 10e-3, 20e-6),
     Plausible("an endpoint delay", U.SECONDS, ("endpoint_delay",), None, 1e-3, 10e-9),
     Plausible("a layer's compute time", U.SECONDS, ("forward", "input_grad", "weight_grad", "time"), None, 1.0,
               100e-6),

@@ -178,6 +178,24 @@ def value_with_unit(ctx: Ctx, raw: Any, dim: U.Dimension, path: str, line: int |
     return v
 
 
+def bounded(ctx: Ctx, m: YMap, key: str, path: str, dim: U.Dimension | None, lo: float, hi: float,
+            default: float) -> float:
+    """``m[key]`` (``default`` when absent): a quantity in ``dim`` (a plain number when None) that must lie in
+    [lo, hi]; the error names the accepted range in the quantity's units."""
+    if key not in m:
+        return float(default)
+    kp, line = join_path(path, key), line_of(m, key)
+    if dim is None:
+        v = number(ctx, m[key], kp, line)
+        shown_range = f"a number from {lo:g} to {hi:g}"
+    else:
+        v = value_with_unit(ctx, m[key], dim, kp, line, key, positive=False)
+        shown_range = f"{dim.name} from {U.format_quantity(lo, dim)} to {U.format_quantity(hi, dim)}"
+    if not lo <= v <= hi:
+        raise ctx.error(kp, f"expected {shown_range}, got {shown(m[key])}", line)
+    return v
+
+
 def number(ctx: Ctx, value: Any, path: str, line: int | None, *, lo: float | None = None,
            hi: float | None = None, integer: bool = False, lo_open: bool = False) -> float:
     """A plain number in [lo, hi] (or (lo, hi] with ``lo_open``), optionally a whole number."""
