@@ -429,3 +429,42 @@ def test_calibrate_compute_refuses_multi_node_runs(tmp_path):
                         "--out", str(tmp_path / "x.yaml")], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and f"{f}:3" in r.stderr and "single-node runs only" in r.stderr, r.stderr
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_fit_gemm_efficiency_recovers_the_efficiency_that_timed_the_products(tmp_path):
+    """Products timed by a model of gemm_efficiency 0.83 (compute-bound shapes) give back 0.83 exactly, and
+    each product's error is then zero; one bound by its bytes is refused, naming its line."""
+    from codesign.calibrate.fit import fit_gemm_efficiency, read_gemms
+    from codesign.errors import SpecError
+    true = dataclasses.replace(A100, gemm_efficiency=0.83)
+    rows = ["m,n,k,TFLOP/s,source"]
+    for m, n, k in ((8192, 8192, 8192), (6912, 16384, 2048), (1024, 10240, 5120), (4096, 12288, 3072)):
+        kr = gemm("g", m, n, k, 2.0)
+        rows.append(f"{m},{n},{k},{kr.flops / gemm_time(kr, true, HBM) / 1e12!r},synthetic")
+    path = tmp_path / "gemm.csv"
+    path.write_text("\n".join(rows) + "\n")
+    eff, err = fit_gemm_efficiency(read_gemms(path), dataclasses.replace(A100, gemm_efficiency=0.5), HBM)
+    assert eff == pytest.approx(0.83, rel=1e-9) and max(abs(e) for e in err) < 1e-9
+    path.write_text("m,n,k,TFLOP/s\n8192,8192,8192,250\n8,8,8,0.001\n")
+    with pytest.raises(SpecError) as e:
+        fit_gemm_efficiency(read_gemms(path), A100, HBM)
+    assert e.value.line == 3
+
+
+@pytest.mark.parametrize("text, line, column", [
+    ("m,n,TFLOP/s\n1,2,3\n", 1, "(header)"),
+    ("m,n,k,TFLOP/s\n8192,8192,8192,fast\n", 2, "TFLOP/s"),
+    ("m,n,k,TFLOP/s\n8192,8192.5,8192,250\n", 2, "n"),
+    ("m,n,k,TFLOP/s\n", 1, "(rows)"),
+])
+def test_bad_gemm_csv_is_one_line_naming_its_line_and_column(tmp_path, capsys, text, line, column):
+    from codesign.cli import main
+    path = tmp_path / "gemm.csv"
+    path.write_text(text)
+    rc = main(["calibrate", "compute", str(ROOT / "data/measured/calibration/vtrain_single_node.csv"),
+               "--platform", "vtrain-a100", "--every", "1000", "--gemm", str(path), "--out",
+               str(tmp_path / "fit.yaml")])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert f"{path}:{line}" in err and column in err, err
+    assert not (tmp_path / "fit.yaml").exists()

@@ -26,12 +26,13 @@ from pathlib import Path
 from ..errors import SpecError
 from ..milp.fit import l1_fit
 from ..platform.collectives import phases
-from ..platform.compute import ComputeModel
+from ..platform.compute import ComputeModel, gemm_time
 from ..platform.costs import link_time
 from ..platform.endpoint import NPU
 from ..platform.topology import Dim, Topology
 from ..problem.platforms import Cluster, Link
 from ..spec.files import read_user_file
+from ..workload.llm_kernels import gemm
 from ..workload.model import Comm
 from .predict import Unsupported, predict
 from .runs import Run
@@ -159,8 +160,10 @@ class ComputeFit:
 
 
 def fit_compute(runs: Sequence[Run], cluster: Cluster, gpu: NPU, *, iterations: int = 6,
-                progress: Callable[[int, float], None] | None = None) -> ComputeFit:
-    """Fit ``gpu``'s compute model to ``runs`` (single-node runs, module docstring)."""
+                progress: Callable[[int, float], None] | None = None, fix_gemm: bool = False) -> ComputeFit:
+    """Fit ``gpu``'s compute model to ``runs`` (single-node runs, module docstring); with ``fix_gemm`` its
+    ``gemm_efficiency`` stays as given (pinned by GEMM measurements, ``fit_gemm_efficiency``) and the other
+    three are fitted."""
     if gpu.compute_model is None:
         raise ValueError("the GPU has no compute model to fit")
     usable = []
@@ -178,8 +181,9 @@ def fit_compute(runs: Sequence[Run], cluster: Cluster, gpu: NPU, *, iterations: 
         return [predict(r, cluster, g) for r in usable]
 
     meas = [r.measured_s for r in usable]
+    fixed = (0,) if fix_gemm else ()
     th = list(_theta(gpu.compute_model))
-    th = [min(max(v, lo), hi) for v, lo, hi in zip(th, LO, HI)]
+    th = [v if j in fixed else min(max(v, lo), hi) for j, (v, lo, hi) in enumerate(zip(th, LO, HI))]
     base = times(th)
     best = _objective(base, meas)
     radius = 0.5
@@ -187,14 +191,19 @@ def fit_compute(runs: Sequence[Run], cluster: Cluster, gpu: NPU, *, iterations: 
     for done in range(1, iterations + 1):
         cols = []
         for j in range(NTH):
+            if j in fixed:
+                cols.append([0.0] * len(usable))
+                continue
             step = max(abs(th[j]) * 0.05, 0.05)
             probe = list(th)
             probe[j] += step
             cols.append([(t1 - t0) / step for t1, t0 in zip(times(probe), base)])
         A = [[cols[j][i] for j in range(NTH)] for i in range(len(usable))]
         rhs = [m_ - t0 + sum(A[i][j] * th[j] for j in range(NTH)) for i, (m_, t0) in enumerate(zip(meas, base))]
-        lo = [max(LO[j], th[j] * (1 - radius) - (4 * radius if j >= 2 else 0.0)) for j in range(NTH)]
-        hi = [min(HI[j], th[j] * (1 + radius) + (4 * radius if j >= 2 else 0.0)) for j in range(NTH)]
+        lo = [th[j] if j in fixed else max(LO[j], th[j] * (1 - radius) - (4 * radius if j >= 2 else 0.0))
+              for j in range(NTH)]
+        hi = [th[j] if j in fixed else min(HI[j], th[j] * (1 + radius) + (4 * radius if j >= 2 else 0.0))
+              for j in range(NTH)]
         cand = list(l1_fit(A, rhs, [1.0 / m_ for m_ in meas], lo=lo, hi=hi).x)
         got = times(cand)
         score = _objective(got, meas)
@@ -212,3 +221,67 @@ def fit_compute(runs: Sequence[Run], cluster: Cluster, gpu: NPU, *, iterations: 
 
 def _objective(pred: Sequence[float], meas: Sequence[float]) -> float:
     return sum(abs(p / m - 1.0) for p, m in zip(pred, meas))
+
+
+# ------------------------------------------------------------------------------------------------- GEMMs
+
+@dataclass(frozen=True)
+class GemmSample:
+    """One measured matrix product (m x k by k x n, 2-byte operands): its achieved FLOP/s, and where it was read."""
+
+    m: int
+    n: int
+    k: int
+    flops_per_s: float
+    file: str
+    line: int
+
+
+GEMM_COLUMNS = ("m", "n", "k", "TFLOP/s")
+
+
+def read_gemms(path: str | Path) -> list[GemmSample]:
+    """A CSV of measured products: columns m, n, k, TFLOP/s (a ``source`` column or others are kept for the
+    reader and ignored); an error names the file, line and column."""
+    file = str(path)
+    reader = csv.DictReader(io.StringIO(read_user_file(path, what="GEMM measurements (CSV)")))
+    missing = [c for c in GEMM_COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise SpecError(f"missing column(s) {', '.join(missing)}; expected {', '.join(GEMM_COLUMNS)}", file=file,
+                        line=1, path="(header)")
+    out = []
+    for r in reader:
+        vals = []
+        for c in GEMM_COLUMNS:
+            try:
+                v = float(r[c] or "")
+            except ValueError:
+                v = math.nan
+            if not (math.isfinite(v) and 1 <= v <= 1e7 and (c == "TFLOP/s" or v == int(v))):
+                raise SpecError(f"expected {'a number' if c == 'TFLOP/s' else 'a whole number'} from 1 to 1e7, "
+                                f"got {(r[c] or '')[:60]!r}", file=file, line=reader.line_num, path=c)
+            vals.append(v)
+        out.append(GemmSample(int(vals[0]), int(vals[1]), int(vals[2]), vals[3] * 1e12, file, reader.line_num))
+    if not out:
+        raise SpecError("no rows below the header", file=file, line=1, path="(rows)")
+    return out
+
+
+def fit_gemm_efficiency(gemms: Sequence[GemmSample], model: ComputeModel, hbm_bandwidth: float
+                        ) -> tuple[float, list[float]]:
+    """The ``gemm_efficiency`` whose products ``platform.compute.gemm_time`` times as measured (least absolute
+    relative deviation, one LP over its reciprocal: a product not bound by its bytes takes a time proportional
+    to it), and each product's relative error. A product the model holds to its bytes says nothing of it."""
+    unit = replace(model, gemm_efficiency=1.0)
+    cols, meas = [], []
+    for g in gemms:
+        kr = gemm("measured", g.m, g.n, g.k, 2.0)
+        t1 = gemm_time(kr, unit, hbm_bandwidth)
+        if t1 <= kr.bytes / (hbm_bandwidth * model.memory_efficiency) * (1 + 1e-9):
+            raise SpecError(f"a {g.m} x {g.n} x {g.k} product is bound by its bytes in the compute model; it cannot "
+                            "pin gemm_efficiency", file=g.file, line=g.line, path="m")
+        cols.append([t1])
+        meas.append(kr.flops / g.flops_per_s)
+    fit = l1_fit(cols, meas, [1.0 / t for t in meas], lo=[1.0], hi=[100.0])
+    inv = fit.x[0]
+    return 1.0 / inv, [c[0] * inv / t - 1.0 for c, t in zip(cols, meas)]

@@ -35,6 +35,8 @@ def register(sub: Any) -> dict[str, Handler]:
     c.add_argument("--out", required=True, metavar="FILE", help="the fitted profile (.yaml)")
     c.add_argument("--every", type=int, default=1, metavar="K", help="compute: fit every K-th run (default 1)")
     c.add_argument("--iterations", type=int, default=6, metavar="N", help="compute: LP iterations at most")
+    c.add_argument("--gemm", metavar="CSV", help="compute: measured matrix products (m, n, k, TFLOP/s) that pin "
+                   "gemm_efficiency before the other three are fitted to the runs")
     return {"accuracy": accuracy_command, "calibrate": calibrate_command}
 
 
@@ -67,10 +69,12 @@ def accuracy_command(args: argparse.Namespace) -> int:
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     import yaml
 
     from ..calibrate.accuracy import platform_of
-    from ..calibrate.fit import fit_compute, fit_link, read_nccl, residuals_by_size
+    from ..calibrate.fit import fit_compute, fit_gemm_efficiency, fit_link, read_gemms, read_nccl, residuals_by_size
     from ..calibrate.runs import read_runs
     from ..problem.platforms import profile_path
     from ..spec.files import read_user_file
@@ -106,7 +110,12 @@ def calibrate_command(args: argparse.Namespace) -> int:
             raise SpecError(f"a run on {multi.gpus} GPUs spans more than one node of {cl.node_size}; calibrate "
                             "compute fits single-node runs only (codesign accuracy judges multi-node ones)",
                             file=multi.file, line=multi.line, path="# GPUs")
-        fit = fit_compute(runs, cl, gpu, iterations=args.iterations,
+        if args.gemm:
+            eff, gerr = fit_gemm_efficiency(read_gemms(args.gemm), gpu.compute_model, gpu.hbm_bandwidth)
+            gpu = replace(gpu, compute_model=replace(gpu.compute_model, gemm_efficiency=eff))
+            print(f"gemm_efficiency {eff:.4f} from {len(gerr)} measured product(s) of {args.gemm}, "
+                  f"{_residuals(gerr)}")
+        fit = fit_compute(runs, cl, gpu, iterations=args.iterations, fix_gemm=bool(args.gemm),
                           progress=lambda i, e: print(f"iteration {i}: mean absolute error {100 * e:.2f}%",
                                                       file=sys.stderr))
         m = fit.model
