@@ -184,13 +184,14 @@ def pack_trees(g: Graph, *, target_rate: float | None = None, max_iterations: in
     import highspy
     import numpy as np
 
+    from .highs import new_highs
+
     t0 = time.perf_counter()
     scale = max(lk.bandwidth for lk in g.links)
     E = len(g.links)
     roots = g.npus
     paths = _Paths(g)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()
     inf = highspy.kHighsInf
     h.addVar(0.0, inf)
     h.changeColCost(0, -1.0)

@@ -142,8 +142,9 @@ def collective_bound(g: Graph, collective: str, nbytes: float) -> Bound:
     if collective in ("all_gather", "reduce_scatter"):
         cb = cut_bound(g if collective == "all_gather" else g.reversed())
         bw = float(Fraction(nbytes) / n / cb.rate)
+        way = "out" if collective == "all_gather" else "in"
         return Bound(collective, nbytes, bw, lat, f"cut of {cb.cut_npus} NPUs, {float(cb.cut_bandwidth) / 1e9:.6g} "
-                     "GB/s out" if collective == "all_gather" else "GB/s in", cb)
+                     f"GB/s {way}", cb)
     if collective == "all_reduce":
         out = sum(g.out_bandwidth(v) for v in g.npus)
         inn = sum(g.in_bandwidth(v) for v in g.npus)
