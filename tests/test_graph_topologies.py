@@ -135,3 +135,28 @@ def test_torus_graph_bound_matches_the_dimension_model():
                    for p in phases(Comm("all_gather", M), topo))
     assert dim_time == pytest.approx((63 / 64) * M / (2 * b))  # one dimension's links at a time
     assert bound == pytest.approx(dim_time / 3)
+
+
+@pytest.mark.parametrize("spec", ["dgx1", "fat_tree:leaves=3,npus_per_leaf=2,spines=2", "torus:dims=3x3",
+                                  "ndv2:chassis=2"])
+def test_tree_packing_is_feasible_and_no_better_than_the_bound(spec):
+    """Each tree spans every NPU from its root, the links carry no more than their bandwidth, and the packing's
+    rate never passes the cut bound (which holds for every schedule)."""
+    from codesign.milp.tree_packing import pack_trees
+
+    g = generate(spec)
+    x = float(cut_bound(g).rate)
+    p = pack_trees(g, target_rate=x, time_limit_s=20)
+    load = [0.0] * len(g.links)
+    for t in p.trees:
+        reached = {t.root}
+        for parent, child, path in t.edges:
+            assert parent in reached and g.links[path[0]].source == parent and g.links[path[-1]].target == child
+            reached.add(child)
+            for i in path:
+                load[i] += t.rate
+        assert reached == set(g.npus)
+    assert all(ld <= lk.bandwidth * (1 + 1e-7) for ld, lk in zip(load, g.links))
+    assert p.rate <= x * (1 + 1e-7)
+    for r in g.npus:
+        assert sum(t.rate for t in p.trees if t.root == r) >= p.rate * (1 - 1e-7)
