@@ -79,10 +79,11 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--confine", action="store_true", help=CONFINE_HELP + "; with --astra-*, the working folder's")
     from .calibrate import register as register_calibrate  # accuracy | calibrate
     from .chakra import register as register_chakra  # export-chakra
+    from .collective import register as register_collective  # collective
     from .explore import register as register_sweep  # sweep | pareto | shadow
     from .study import register as register_reproduce  # reproduce
     ap.set_defaults(more_handlers={**register_sweep(sub), **register_reproduce(sub), **register_chakra(sub),
-                                   **register_calibrate(sub)})
+                                   **register_calibrate(sub), **register_collective(sub)})
     return ap
 
 
