@@ -5,8 +5,8 @@ changes one thing: deletes a key, changes a value's type, puts a unit on the wro
 negative, zero, huge or non-finite number, misspells a key, duplicates a key, nests deep, adds aliases
 (a billion laughs among them), or cuts the file short. ``codesign validate`` runs in-process (through
 ``codesign.cli.main`` with its output captured) and must exit 0, with nothing on stderr but
-``codesign: warning: file:line: ...`` lines, or exit 2 with exactly one stderr line
-``codesign: error: file[:line]: ...``; anything else (a traceback, exit 1 or 3, two lines) is a finding.
+``codesign: warning: file:line: ...`` lines, or exit 2 with exactly one error line
+``codesign: error: file[:line]: ...`` (after any such warnings); anything else (a traceback, exit 1 or 3, two lines) is a finding.
 (No ``solve``: validation is what is fuzzed.) tests/test_fuzz_problems.py runs this with a seed; run
 it by hand for a larger tally:
 
@@ -42,9 +42,10 @@ WARNING_LINE = re.compile(r"^codesign: warning: [^:]+:\d+: ")
 
 
 def sources(rng: random.Random, paper: int = 12) -> dict[str, str]:
-    """{name: text} of the problems mutated: every problems/*.yaml and ``paper`` of problems/paper/*.yaml,
+    """{name: text} of the problems mutated: every problems/*.yaml and problems/llm/*.yaml (platform profiles,
+    the LLM builder's keys) and ``paper`` of problems/paper/*.yaml,
     with relative ASTRA-sim workload paths made absolute so that a copy in another folder still finds them."""
-    files = sorted((ROOT / "problems").glob("*.yaml"))
+    files = sorted((ROOT / "problems").glob("*.yaml")) + sorted((ROOT / "problems/llm").glob("*.yaml"))
     files += rng.sample(sorted((ROOT / "problems/paper").glob("*.yaml")), paper)
     out = {}
     for f in files:
@@ -131,13 +132,41 @@ def misspell_key(rng: random.Random, doc: Any) -> str:
     return f"misspell {_text(path)} as {new!r}"
 
 
+#: Values for the keys issue 29 and 28 added: a platform profile's name, its compute model, the HBM capacity,
+#: the LLM builder's sequence parallelism, virtual stages and gradient reduction.
+PLATFORM_VALUES: dict[tuple, tuple] = {
+    ("npu", "profile"): ("a100-sxm-80gb", "h100-sxm", "no-such-gpu", "../../etc/passwd", "x.yaml", 7, None, [1]),
+    ("npu", "hbm_capacity"): ("80 GiB", "1 KiB", "0 GiB", -1, "1e300 GiB", "80 GB/s", True),
+    ("npu", "compute_model", "gemm_efficiency"): (0.9, 1e-300, 0, -1, 2, "fast", float("nan")),
+    ("npu", "compute_model", "kernel_overhead"): ("5 us", "-3 us", "3 s", "5 GB", 0),
+    ("npu", "compute_model", "sms"): (108, 0, -4, 1.5, 10**12),
+    ("workload", "args", "sequence_parallel"): (True, False, "yes", 2),
+    ("workload", "args", "virtual_stages"): (1, 2, 3, 0, -1, 1.5, 10**9),
+    ("workload", "args", "overlap_grad_reduce"): (True, False, None, "no"),
+}
+
+
+def platform_key(rng: random.Random, doc: Any) -> str:
+    """Set one of ``PLATFORM_VALUES``'s keys (creating the sections it needs) to one of its values."""
+    path = rng.choice(sorted(PLATFORM_VALUES, key=str))
+    node = doc
+    for k in path[:-1]:
+        if not isinstance(node, dict):
+            return "nothing (not a mapping)"
+        node = node.setdefault(k, {})
+    if not isinstance(node, dict):
+        return "nothing (not a mapping)"
+    node[path[-1]] = rng.choice(PLATFORM_VALUES[path])
+    return f"platform key {_text(path)} = {node[path[-1]]!r}"
+
+
 def _text(path: tuple) -> str:
     return "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path).lstrip(".")
 
 
 DOC_MUTATIONS: dict[str, Callable[[random.Random, Any], str]] = {
     "delete_key": delete_key, "change_type": change_type, "wrong_unit": wrong_unit, "bad_number": bad_number,
-    "misspell_key": misspell_key,
+    "misspell_key": misspell_key, "platform_key": platform_key,
 }
 
 
@@ -275,9 +304,11 @@ def check(path: Path, main: Callable[[list[str]], int], limit_s: float = 20.0) -
         bad = [ln for ln in lines if not WARNING_LINE.match(ln)]
         return ("finding", f"exit 0 with stderr {bad[:2]}") if bad else ("valid", "")
     if rc == 2:
-        if len(lines) != 1 or not lines[0].startswith("codesign: error: "):
+        # the warnings the file earned before its error (each one located line) stay; then exactly one error
+        errors = [ln for ln in lines if not WARNING_LINE.match(ln)]
+        if len(errors) != 1 or errors[-1] != lines[-1] or not lines[-1].startswith("codesign: error: "):
             return "finding", f"exit 2 with {len(lines)} stderr lines: {lines[:3]}"
-        msg = lines[0][len("codesign: error: "):]
+        msg = lines[-1][len("codesign: error: "):]
         return ("rejected", msg) if ERROR_LINE.match(msg) else ("finding", f"exit 2, unlocated: {msg[:200]}")
     return "finding", f"exit {rc}: {err.getvalue()[-300:]}"
 

@@ -342,3 +342,30 @@ def test_shipped_problems_solve(name):
     assert sol.iteration_time_s >= sum(max(compute_time_terms(c.demand, p.npu, p.npu.cores, p.npu.hbm_bandwidth))
                                        for c in it.computes) * (1 - 1e-9)
     assert math.isfinite(sol.bound_s)
+
+
+def test_interleaved_stages_with_zero1_gathers_build(tmp_path):
+    """Interleaving runs only the first model chunk in the fill: ZeRO-1's parameter all-gathers of the other
+    chunks' layers were a KeyError (exit 3, found by benchmarks/fuzz_problems.py); each is now awaited, none
+    later than the layer's first forward in the fill or the fill's end."""
+    import yaml
+    doc = yaml.safe_load((ROOT / "problems/llm/gpt_7b_ace_64npu.yaml").read_text())
+    doc["workload"]["args"]["virtual_stages"] = 2
+    path = tmp_path / "v2.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    p = codesign.load_problem(str(path))
+    gathers = [iss for st in p.workload.program for iss in st.issues if iss.name.endswith("all_gather_params")]
+    J = len(p.workload.program)
+    assert gathers and all(0 <= g.wait < J for g in gathers)
+    assert len({g.layer for g in gathers}) == len(gathers)   # one gather per layer, every chunk's
+
+
+def test_a_dimension_of_1e308_npus_is_one_line(tmp_path, capsys):
+    """A float size of 1e308 overflowed the byte counts (exit 3, found by benchmarks/fuzz_problems.py)."""
+    from codesign.cli import main
+    text = (ROOT / "problems/quickstart.yaml").read_text().replace("size: 4,", "size: 1.0e+308,", 1)
+    path = tmp_path / "big.yaml"
+    path.write_text(text)
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "size" in err and "Traceback" not in err, err

@@ -354,7 +354,9 @@ def topology(ctx: Ctx, t: Any, top: YMap) -> tuple[Topology, Network | None]:
                                   "cost_per_gbps", "phase_latency", "buffer_bandwidth"),
                      ("kind", "size", "bandwidth"), lst, i)
         kind = choice(ctx, dm, "kind", p, KINDS)
-        size = int(number(ctx, dm.get("size"), join_path(p, "size"), line_of(dm, "size"), integer=True, lo=0))
+        # (a million NPUs in one dimension is past any machine; a float of 1e308 would overflow the byte counts)
+        size = int(number(ctx, dm.get("size"), join_path(p, "size"), line_of(dm, "size"), integer=True, lo=0,
+                          hi=2**20))
         if size <= 1:
             raise ctx.error(join_path(p, "size"), f"a dimension needs at least 2 NPUs for its collectives to have "
                             f"peers, got {size}", line_of(dm, "size"))

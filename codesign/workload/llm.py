@@ -619,8 +619,12 @@ class _LLMBuilder:
             self.drain()
         opt, gathers = self.optimizer()
         first_fwd = self.fill()
+        # with interleaving the fill runs the first model chunk only: a later chunk's layers are first used after
+        # it, so their gathers are awaited at its last forward (earlier than needed: never optimistic)
+        last_fill = max(first_fwd.values(), default=None)
         for i, key in gathers:
-            self.P.await_at(key, first_fwd[i], next_iteration=first_fwd[i] <= opt)
+            at = first_fwd.get(i, last_fill)
+            self.P.await_at(key, at, next_iteration=at <= opt)
         program = self.P.build()
         return self.zero3_gathers(program) if self.gathers else program
 
