@@ -6,7 +6,8 @@ negative, zero, huge or non-finite number, misspells a key, duplicates a key, ne
 (a billion laughs among them), or cuts the file short. ``codesign validate`` runs in-process (through
 ``codesign.cli.main`` with its output captured) and must exit 0, with nothing on stderr but
 ``codesign: warning: file:line: ...`` lines, or exit 2 with exactly one error line
-``codesign: error: file[:line]: ...`` (after any such warnings); anything else (a traceback, exit 1 or 3, two lines) is a finding.
+``codesign: error: file[:line]: ...`` (after any such warnings); anything else (a traceback, exit 1 or 3,
+two error lines) is a finding.
 (No ``solve``: validation is what is fuzzed.) tests/test_fuzz_problems.py runs this with a seed; run
 it by hand for a larger tally:
 
