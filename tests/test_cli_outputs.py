@@ -168,15 +168,27 @@ def test_the_api_refuses_an_absurd_worker_count(tmp_path):
 
 def test_validate_refuses_what_solve_would_refuse(tmp_path, capsys):
     """'validate' ran the parser's checks only: a ring of 10^23 NPUs passed as valid, then 'solve' refused it (a
-    chunk taking 5e16 s, beyond what the MILP holds). Both refuse it now, with the same line."""
+    chunk taking 5e16 s, beyond what the MILP holds). Both refuse it now, with the same line. (Sizes are bounded
+    by the parser since; a link latency of 10^6 s, which the parser only warns about, reaches the MILP's check.)"""
     text = (ROOT / "problems/quickstart.yaml").read_text()
     bad = tmp_path / "huge.yaml"
-    bad.write_text(text.replace("kind: ring, size: 4,", "kind: ring, size: 99999999999999999999999,"))
+    old = "kind: ring, size: 4, links: 2, bandwidth: 100 GB/s, latency: 500 ns"
+    bad.write_text(text.replace(old, old.replace("500 ns", "1000000 s"), 1))
     assert bad.read_text() != text
-    from_validate = one_error(capsys, ["validate", str(bad)])
-    from_solve = one_error(capsys, ["solve", str(bad), "--no-validate"])
+
+    def refusal(argv: list[str]) -> str:
+        rc = main(argv)
+        out, err = capsys.readouterr()
+        lines = err.splitlines()
+        assert rc == 2 and out == "" and "Traceback" not in err, err
+        assert all(t.startswith("codesign: warning: ") for t in lines[:-1]), err
+        assert lines[-1].startswith("codesign: error: "), err
+        return lines[-1][len("codesign: error: "):]
+
+    from_validate = refusal(["validate", str(bad)])
+    from_solve = refusal(["solve", str(bad), "--no-validate"])
     assert from_validate == from_solve and "codesign holds tasks up to" in from_validate
-    line = next(i for i, t in enumerate(bad.read_text().splitlines(), 1) if "99999999999999999999999" in t)
+    line = next(i for i, t in enumerate(bad.read_text().splitlines(), 1) if "1000000 s" in t)
     assert from_validate.startswith(f"{bad}:{line}: topology.dims[0]: ")  # the key's line, found in the file
 
 
