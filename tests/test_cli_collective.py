@@ -56,3 +56,15 @@ def test_bad_generator_and_size_exit_2(capsys):
     for argv in (["dgx_a100:nodez=2"], ["dgx1", "--bytes", "lots"], ["dgx1", "--bytes", "0B"]):
         status, _, err = _run(capsys, "collective", *argv)
         assert status == 2 and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_time_limit_is_the_commands(capsys):
+    """A limit that has passed before the command starts: a valid bound, no packing claimed, status says so,
+    and the JSON holds null (not a number) where nothing was found."""
+    import time
+
+    assert main(["collective", "dragonfly:groups=5,routers=2,globals_per_router=2", "--json", "--time-limit",
+                 "0.5"], started=time.perf_counter() - 10) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["status"] == "time limit: no packing yet" and r["schedule_s"] is None and r["gap"] is None
+    assert r["bound_s"] > 0 and "time limit" in r["bound_why"]

@@ -104,7 +104,9 @@ def test_validation_names_the_node_or_link(tmp_path, change, says):
 @pytest.mark.parametrize("spec, npus", [("dgx1", 8), ("ndv2:chassis=2", 16), ("ndv2:chassis=3", 24),
                                         ("dgx2:chassis=2", 32), ("dgx_h100:nodes=2", 16), ("mi250:nodes=2", 32),
                                         ("fat_tree:leaves=3,npus_per_leaf=2,spines=2", 6),
-                                        ("torus:dims=4x4x4", 64), ("mesh:dims=3x2", 6)])
+                                        ("torus:dims=4x4x4", 64), ("mesh:dims=3x2", 6), ("dragonfly", 72),
+                                        ("dragonfly:groups=5,routers=2,npus_per_router=3", 30),
+                                        ("hammingmesh", 64), ("hammingmesh:board=1x3,grid=2x2", 12)])
 def test_generators(spec, npus):
     assert len(generate(spec).npus) == npus
 
@@ -160,3 +162,53 @@ def test_tree_packing_is_feasible_and_no_better_than_the_bound(spec):
     assert p.rate <= x * (1 + 1e-7)
     for r in g.npus:
         assert sum(t.rate for t in p.trees if t.root == r) >= p.rate * (1 - 1e-7)
+
+
+@pytest.mark.parametrize("groups, routers, per_router", [(9, 4, 2), (5, 2, 2), (4, 3, 1), (2, 1, 1)])
+def test_dragonfly_joins_every_two_groups_once(groups, routers, per_router):
+    """Kim et al.'s dragonfly: routers of a group all linked, one global link between every two groups, and no
+    router with more than its share of global links."""
+    import itertools
+    import re
+
+    g = generate(f"dragonfly:groups={groups},routers={routers},globals_per_router={per_router}")
+    group = {n: int(re.match(r"g(\d+)", n).group(1)) for n in g.kinds}
+    router_links = [(lk.source, lk.target) for lk in g.links if g.kinds[lk.source] == g.kinds[lk.target] == "switch"]
+    glob = [(u, v) for u, v in router_links if group[u] != group[v]]
+    pairs = sorted(tuple(sorted((group[u], group[v]))) for u, v in glob)
+    assert pairs == sorted(p for p in itertools.combinations(range(groups), 2) for _ in range(2))  # both ways once
+    local = {(u, v) for u, v in router_links if group[u] == group[v]}
+    assert len(local) == groups * routers * (routers - 1)
+    per = {}
+    for u, _ in glob:
+        per[u] = per.get(u, 0) + 1
+    assert max(per.values(), default=0) <= per_router
+
+
+def test_dragonfly_with_too_many_groups_names_the_limit():
+    with pytest.raises(SpecError, match=r"expected groups <= 9"):
+        generate("dragonfly:groups=10")
+
+
+def test_hammingmesh_boards_and_lines():
+    """A 2x2 board on a 4x4 grid: 4 mesh links a board (8 directed), every NPU on a board's edge joins its row's
+    switch and its column's (all do on a 2x2 board): 8 + 8 switches, 64 NPUs x 2 links, each both ways."""
+    g = generate("hammingmesh:board=2x2,grid=4x4")
+    npu_links = [lk for lk in g.links if g.kinds[lk.source] == g.kinds[lk.target] == "npu"]
+    assert len(npu_links) == 16 * 4 * 2
+    assert len(g.relays) == 16 and len(g.links) == len(npu_links) + 64 * 2 * 2
+
+
+@pytest.mark.parametrize("spec", ["dgx_a100:nodes=2", "dragonfly:groups=5,routers=2,globals_per_router=2",
+                                  "hammingmesh:board=2x2,grid=2x2", "fat_tree:leaves=3,npus_per_leaf=2,spines=2"])
+def test_a_cut_bound_stopped_early_is_still_a_bound(spec):
+    """Stopped at once by its deadline, the cut bound returns a real cut: a shard throughput no lower than the
+    exact optimum (so a time bound no higher: weaker, still valid), marked inexact; the exact one is marked so."""
+    g = generate(spec)
+    exact, early = cut_bound(g), cut_bound(g, deadline=0.0)
+    assert exact.exact and not early.exact and early.rate >= exact.rate
+    caps = {}
+    for lk in g.links:
+        if lk.source in early.binding_cut and lk.target not in early.binding_cut:
+            caps[lk.source, lk.target] = lk.bandwidth
+    assert early.rate == Fraction(sum(map(Fraction, caps.values()))) / early.cut_npus

@@ -208,19 +208,29 @@ def pack_trees(g: Graph, *, target_rate: float | None = None, max_iterations: in
         h.addCol(0.0, 0.0, inf, len(idx), idx, val)
         cols.append((roots[ri], edges))
 
+    if time.perf_counter() - t0 >= time_limit_s:
+        return Packing(0.0, (), 0, time.perf_counter() - t0, False)
     hop = [1.0] * E
     table = {u: paths.from_npu(u, hop) for u in roots}
     for ri, r in enumerate(roots):
         add(ri, _cheapest_tree(paths, r, hop, table)[1])
     optimal = False
     it = 0
-    x = 0.0
-    while it < max_iterations and time.perf_counter() - t0 < time_limit_s:
+    best: tuple[float, list[float]] = (0.0, [0.0] * len(cols))  # the last LP solved to optimality: rate, y
+    deadline = t0 + time_limit_s
+
+    def left() -> float:
+        return deadline - time.perf_counter()
+
+    while it < max_iterations and left() > 0:
         it += 1
+        h.setOptionValue("time_limit", max(left(), 1e-3))  # the LP's own time counts against the limit too
         h.run()
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            break  # out of time inside the LP: the packing is the last LP's optimum, a feasible one
         sol = h.getSolution()
-        x = sol.col_value[0] * scale
-        if target_rate is not None and x >= target_rate * (1 - 1e-9):
+        best = (sol.col_value[0], list(sol.col_value[1:]))
+        if target_rate is not None and best[0] * scale >= target_rate * (1 - 1e-9):
             optimal = True
             break
         dual = sol.row_dual
@@ -229,6 +239,9 @@ def pack_trees(g: Graph, *, target_rate: float | None = None, max_iterations: in
         table = {u: paths.from_npu(u, w) for u in roots}
         added = 0
         for ri, r in enumerate(roots):
+            if left() <= 0:
+                added = -1  # pricing cut short: not a proof that no column improves
+                break
             cost, edges = _cheapest_tree(paths, r, w, table)
             if cost < dual[E + ri] - tol - 1e-9 * len(edges):
                 add(ri, edges)
@@ -236,6 +249,6 @@ def pack_trees(g: Graph, *, target_rate: float | None = None, max_iterations: in
         if not added:
             optimal = True
             break
-    sol = h.getSolution()
-    trees = tuple(Tree(r, y * scale, tuple(edges)) for (r, edges), y in zip(cols, sol.col_value[1:]) if y > 1e-12)
-    return Packing(sol.col_value[0] * scale, trees, it, time.perf_counter() - t0, optimal)
+    rate, ys = best
+    trees = tuple(Tree(r, y * scale, tuple(edges)) for (r, edges), y in zip(cols, ys) if y > 1e-12)
+    return Packing(rate * scale, trees, it, time.perf_counter() - t0, optimal)

@@ -36,13 +36,16 @@ COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
 @dataclass(frozen=True)
 class CutBound:
     """The all-gather cut bound: ``rate`` (bytes/s of each NPU's shard, x*), exact; ``binding_cut``: a node set S
-    with B+(S)/|S n V_c| = rate; ``cut_bandwidth`` B+(S) in bytes/s; ``cut_npus`` |S n V_c|; ``maxflows`` run."""
+    with B+(S)/|S n V_c| = rate; ``cut_bandwidth`` B+(S) in bytes/s; ``cut_npus`` |S n V_c|; ``maxflows`` run.
+    ``exact`` False: a deadline stopped the iteration; ``rate`` is then S's ratio, still an upper bound on every
+    schedule's shard throughput (S is a real cut), not proven the least."""
 
     rate: Fraction
     binding_cut: frozenset[str]
     cut_bandwidth: Fraction
     cut_npus: int
     maxflows: int
+    exact: bool = True
 
 
 def _integer_capacities(g: Graph) -> tuple[dict[tuple[str, str], int], int]:
@@ -52,8 +55,11 @@ def _integer_capacities(g: Graph) -> tuple[dict[tuple[str, str], int], int]:
     return {e: int(f * den) for e, f in fr.items()}, den
 
 
-def cut_bound(g: Graph) -> CutBound:
-    """ForestColl's optimal all-gather shard throughput on ``g``, exactly, with its binding cut."""
+def cut_bound(g: Graph, deadline: float | None = None) -> CutBound:
+    """ForestColl's optimal all-gather shard throughput on ``g``, exactly, with its binding cut. ``deadline``
+    (a ``time.perf_counter()`` reading): stop there with the best cut so far (``exact`` False)."""
+    import time
+
     import networkx as nx
     from networkx.algorithms.flow import preflow_push
 
@@ -63,8 +69,17 @@ def cut_bound(g: Graph) -> CutBound:
     out_cap: dict[str, int] = {}
     for (u, _), c in caps.items():
         out_cap[u] = out_cap.get(u, 0) + c
-    best = min(npus, key=lambda v: out_cap.get(v, 0))
-    cut, cut_bw, cut_n = frozenset([best]), out_cap[best], 1
+    in_cap: dict[str, int] = {}
+    for (_, v), c in caps.items():
+        in_cap[v] = in_cap.get(v, 0) + c
+    # the first cut: the better of one NPU (its shard leaves over its links) and all but one (every other
+    # shard enters over that NPU's links), so that a deadline early on still leaves the obvious bound
+    one = min(npus, key=lambda v: out_cap.get(v, 0))
+    cut, cut_bw, cut_n = frozenset([one]), out_cap[one], 1
+    if n > 1:
+        last = min(npus, key=lambda v: in_cap.get(v, 0))
+        if Fraction(in_cap[last], n - 1) < Fraction(cut_bw, cut_n):
+            cut, cut_bw, cut_n = frozenset(g.kinds) - {last}, in_cap[last], n - 1
     flows = 0
     while True:
         x = Fraction(cut_bw, cut_n)
@@ -76,6 +91,8 @@ def cut_bound(g: Graph) -> CutBound:
             h.add_edge("\0source", v, capacity=p)
         improved = None
         for t in npus:
+            if deadline is not None and time.perf_counter() > deadline:
+                return CutBound(x / den, cut, Fraction(cut_bw, den), cut_n, flows, exact=False)
             value, (side, _) = nx.minimum_cut(h, "\0source", t, flow_func=preflow_push)
             flows += 1
             if value < p * n:  # some S (source side) has q B+(S) < p |S n V_c|
@@ -135,16 +152,18 @@ class Bound:
         return max(self.bandwidth_s, self.latency_s)
 
 
-def collective_bound(g: Graph, collective: str, nbytes: float) -> Bound:
-    """The lower bound on ``collective`` of ``nbytes`` (NCCL's buffer convention, see the module) on ``g``."""
+def collective_bound(g: Graph, collective: str, nbytes: float, deadline: float | None = None) -> Bound:
+    """The lower bound on ``collective`` of ``nbytes`` (NCCL's buffer convention, see the module) on ``g``;
+    ``deadline``: the cut bound stops there with a valid, maybe weaker, bound (``cut.exact`` False)."""
     n = len(g.npus)
     lat = latency_bound(g)
     if collective in ("all_gather", "reduce_scatter"):
-        cb = cut_bound(g if collective == "all_gather" else g.reversed())
+        cb = cut_bound(g if collective == "all_gather" else g.reversed(), deadline)
         bw = float(Fraction(nbytes) / n / cb.rate)
         way = "out" if collective == "all_gather" else "in"
+        short = "" if cb.exact else "; time limit: maybe not the tightest cut"
         return Bound(collective, nbytes, bw, lat, f"cut of {cb.cut_npus} NPUs, {float(cb.cut_bandwidth) / 1e9:.6g} "
-                     f"GB/s {way}", cb)
+                     f"GB/s {way}{short}", cb)
     if collective == "all_reduce":
         out = sum(g.out_bandwidth(v) for v in g.npus)
         inn = sum(g.in_bandwidth(v) for v in g.npus)

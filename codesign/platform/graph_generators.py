@@ -14,7 +14,16 @@ defaults). The shapes follow their public definitions, written anew here:
 - ``fat_tree``: two levels, ``leaves`` leaf switches of ``npus_per_leaf`` NPUs, each leaf linked to each of
   ``spines`` spine switches;
 - ``torus`` / ``mesh``: a grid of ``dims`` (``4x4x4``), each neighbour pair one link of ``link`` per
-  direction (a torus dimension of 2 has one link, not two).
+  direction (a torus dimension of 2 has one link, not two);
+- ``dragonfly``: Kim, Dally, Scott and Abts (ISCA 2008): ``groups`` groups of ``routers`` routers, all
+  routers of a group linked to each other (``local``), ``npus_per_router`` NPUs on each, and one ``global``
+  link between every two groups, leaving from router ``j // globals_per_router`` of the group for its j-th
+  other group (the consecutive arrangement); the balanced dragonfly has groups = routers x
+  globals_per_router + 1, and fewer groups leave ports unused;
+- ``hammingmesh``: Hoefler et al. (SC 2022): boards of ``board`` (``2x2``) NPUs in a 2-D mesh of ``link``
+  links, ``grid`` (``4x4``) boards; every row of NPUs across the grid has one switch (standing for the row's
+  fat tree, of full bisection) that the NPUs on each board's west and east edges join with a ``net`` link,
+  every column one that the north and south edges join.
 """
 from __future__ import annotations
 
@@ -196,8 +205,56 @@ def mesh(dims: tuple[int, ...] = (4, 4), link: float = 50 * GB, latency: float =
     return _grid("mesh", dims, link, latency)
 
 
+def dragonfly(groups: int = 9, routers: int = 4, npus_per_router: int = 2, globals_per_router: int = 2,
+              link: float = 50 * GB, local: float = 50 * GB, global_: float = 25 * GB,
+              latency: float = 0.0) -> Graph:
+    """A dragonfly: fully-connected groups of routers, one global link between every two groups."""
+    if groups - 1 > routers * globals_per_router:
+        raise SpecError(f"topology dragonfly: {groups} groups need {groups - 1} global links a group, more than "
+                        f"its {routers} routers x {globals_per_router} globals_per_router; expected groups <= "
+                        f"{routers * globals_per_router + 1}")
+    b = _Builder(f"dragonfly:groups={groups},routers={routers},npus_per_router={npus_per_router},"
+                 f"globals_per_router={globals_per_router}")
+    for g in range(groups):
+        rs = [b.node(f"g{g}.r{r}", "switch") for r in range(routers)]
+        for u, v in itertools.combinations(rs, 2):
+            b.link(u, v, local, latency)
+        for r, rt in enumerate(rs):
+            for i in range(npus_per_router):
+                b.link(b.node(f"g{g}.r{r}.npu{i}"), rt, link, latency)
+    for g, h in itertools.combinations(range(groups), 2):
+        # group g's (h-1)-th other group is h, group h's g-th is g
+        b.link(f"g{g}.r{(h - 1) // globals_per_router}", f"g{h}.r{g // globals_per_router}", global_, latency)
+    return b.graph()
+
+
+def hammingmesh(board: tuple[int, ...] = (2, 2), grid: tuple[int, ...] = (4, 4), link: float = 50 * GB,
+                net: float = 50 * GB, latency: float = 0.0) -> Graph:
+    """A HammingMesh: 2-D boards on a 2-D grid, every row and column of the grid on its own switch."""
+    if len(board) != 2 or len(grid) != 2:
+        raise SpecError("topology hammingmesh: board and grid: expected two sizes each, such as 2x2")
+    (a, c), (x, y) = board, grid
+    b = _Builder(f"hammingmesh:board={a}x{c},grid={x}x{y}")
+    name = {(i, j): b.node(f"npu{i}.{j}") for i in range(a * x) for j in range(c * y)}
+    for (i, j), n in name.items():
+        if (i + 1) % a and (i + 1, j) in name:
+            b.link(n, name[(i + 1, j)], link, latency)
+        if (j + 1) % c and (i, j + 1) in name:
+            b.link(n, name[(i, j + 1)], link, latency)
+    for i in range(a * x):  # the row switch of NPU row i joins each board's west and east edge
+        sw = b.node(f"row{i}", "switch")
+        for j in sorted({j for j in range(c * y) if j % c in (0, c - 1)}):
+            b.link(name[(i, j)], sw, net, latency)
+    for j in range(c * y):
+        sw = b.node(f"col{j}", "switch")
+        for i in sorted({i for i in range(a * x) if i % a in (0, a - 1)}):
+            b.link(name[(i, j)], sw, net, latency)
+    return b.graph()
+
+
 _T = {"nodes": "int", "chassis": "int", "rails": "int", "leaves": "int", "npus_per_leaf": "int", "spines": "int",
-      "dims": "shape"}
+      "dims": "shape", "groups": "int", "routers": "int", "npus_per_router": "int", "globals_per_router": "int",
+      "board": "shape", "grid": "shape"}
 
 
 def _params(fn: Callable[..., Graph]) -> dict[str, tuple[str, Any]]:
@@ -205,12 +262,13 @@ def _params(fn: Callable[..., Graph]) -> dict[str, tuple[str, Any]]:
     out = {}
     for p in inspect.signature(fn).parameters.values():
         kind = _T.get(p.name) or ("time" if "latency" in p.name else "bandwidth")
-        out[p.name] = (kind, p.default)
+        out[p.name.rstrip("_")] = (kind, p.default)  # global_ is written global
     return out
 
 
 GENERATORS: dict[str, Generator] = {fn.__name__: Generator(fn, _params(fn), (fn.__doc__ or "").split("\n")[0])
-                                    for fn in (dgx_a100, dgx_h100, mi250, dgx1, ndv2, dgx2, fat_tree, torus, mesh)}
+                                    for fn in (dgx_a100, dgx_h100, mi250, dgx1, ndv2, dgx2, fat_tree, torus, mesh,
+                                               dragonfly, hammingmesh)}
 #: The most NPUs a generator builds (a bound on work: a typo of 10^6 nodes must not fill the memory).
 MAX_NPUS = 4096
 
@@ -254,7 +312,7 @@ def generate(spec: str) -> Graph:
     npus = _npus(name, {k: d for k, (_, d) in gen.params.items()} | kw)
     if npus > MAX_NPUS:
         raise SpecError(f"topology {spec}: {npus:,} NPUs, more than the {MAX_NPUS:,} a generator builds")
-    return gen.build(**kw)
+    return gen.build(**{("global_" if k == "global" else k): v for k, v in kw.items()})
 
 
 def _npus(name: str, p: dict[str, Any]) -> int:
@@ -270,4 +328,8 @@ def _npus(name: str, p: dict[str, Any]) -> int:
         return p["leaves"] * p["npus_per_leaf"]
     if name in ("torus", "mesh"):
         return math.prod(p["dims"])
+    if name == "dragonfly":
+        return p["groups"] * p["routers"] * p["npus_per_router"]
+    if name == "hammingmesh":
+        return math.prod(p["board"]) * math.prod(p["grid"])
     return 8
