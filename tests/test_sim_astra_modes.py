@@ -25,12 +25,15 @@ TORUS_DBT = ("sample_Torus3D.json", "sample_3dim_sys.txt")         # double bina
 RFS = ("sample_Ring_FullyConnected_Switch.json", "sample_torus_sys.txt")   # 2 x 8 x 2, rings
 RFS_DBT = ("sample_Ring_FullyConnected_Switch.json", "sample_3dim_sys.txt")
 SWITCH = ("sample_Switch.json", "sample_a2a_sys.txt")              # 4 NPUs, tree / halving-doubling
+ONE_HD = ("sample_Torus3D.json", "one_hd_sys.txt")                 # all-reduce: oneHalvingDoubling (ours)
 BUS = ("sample_Torus3D.json", "shared_bus_torus_sys.txt")          # model-shared-bus: 1 (ours)
 BUS_RFS = ("sample_Ring_FullyConnected_Switch.json", "shared_bus_torus_sys.txt")
 BUS_DIRECT = ("sample_Switch.json", "shared_bus_direct_sys.txt")
 
 #: (workload, (network, system), passes, finish time ASTRA-sim 1.0 printed, ns)
 REFERENCE = [
+    # ASTRA-sim 1.0's release build (analytical backend d27635b), run on these files by an earlier session
+    ("DLRM_HybridParallel.txt", ONE_HD, 2, 260601),
     ("MLP_HybridParallel_Data_Model.txt", TORUS, 1, 269127),
     ("MLP_HybridParallel_Data_Model.txt", TORUS, 2, 538254),
     ("MLP_HybridParallel_Data_Model.txt", TORUS_DBT, 1, 280861),
@@ -275,6 +278,9 @@ RING8 = {"topology-name": "Hierarchical", "dimensions-count": 1, "topologies-per
      "doubleBinaryTree_doubleBinaryTree_doubleBinaryTree", "crashes on doubleBinaryTree"),
     (f"HYBRID_TRANSFORMER model_parallel_NPU_group: 4\n1\n{LAYER}\n", RING8, "", "ring",
      "splits Ring dimension 0 into rings of 4 and 2 NPUs"),
+    (f"DATA\n1\n{LAYER}\n", {**RING8, "units-count": [6]}, "", "oneHalvingDoubling",
+     "oneHalvingDoubling needs a power-of-two NPU count"),
+    (f"DATA\n1\n{LAYER}\n", TORUS[0], "", "oneHalvingDoubling_ring", "alone (no window)"),
     (f"HYBRID_TRANSFORMER model_parallel_NPU_group: 6\n1\n{LAYER}\n", RFS[0], "", "ring_ring_ring",
      "do not split dimension 1"),
     (f"HYBRID_TRANSFORMER model_parallel_NPU_group: 4\n1\n{LAYER}\n", "sample_Switch.json", "", "ring",

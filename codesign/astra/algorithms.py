@@ -5,7 +5,8 @@ queues messages, so for the symmetric algorithms (ring, direct, halving-doubling
 0's timeline is everybody's: a message node 0 receives was sent by its partner at the instant node 0
 sent its own message of the same step, so it arrives after the same delay T. Those run as ASTRA's packet
 state machine (``PacketPhase``, after Ring.cc / AllToAll.cc / HalvingDoubling.cc). The asymmetric ones
-(double binary tree, oneRing, oneDirect over all NPUs) end when the last NPU is done, because a chunk
+(double binary tree, oneRing, oneDirect over all NPUs; oneHalvingDoubling is symmetric and runs as a packet
+phase over all NPUs) end when the last NPU is done, because a chunk
 only moves on once every NPU has finished the phase; their duration is computed over all NPUs.
 
 Per packet, as ASTRA does it: a visit to the endpoint (MemBus) of ``endpoint-delay`` cycles; a packet
@@ -179,7 +180,14 @@ class PacketPhase:
 
     def __init__(self, host: Host, stream: Any, dim: int, algo: str, ptype: str, data: int) -> None:
         self.host, self.stream, self.ptype = host, stream, ptype
-        self.n, self.dim, self.stride = host.ldims[dim]   # logical NPUs; physical dim and stride in it
+        if algo == "oneHalvingDoubling":
+            # one ring of every NPU (GeneralComplexTopology's), node 0's partner at distance d is NPU d: with
+            # power-of-two dimensions every NPU's partner is as far, in the same dimension, so node 0's
+            # timeline is everybody's as for halvingDoubling on one dimension. dim -1: timed by NPU pair.
+            self.n, self.dim, self.stride = host.timing.total, -1, 1
+            algo = "halvingDoubling"
+        else:
+            self.n, self.dim, self.stride = host.ldims[dim]   # logical NPUs; physical dim and stride in it
         n = self.n
         self.free = self.received = self.zero = self.nz = 0
         self.toggle = False
@@ -264,7 +272,9 @@ class PacketPhase:
         size, dist = self.packets.popleft()
         host = self.host
         eng = host.engine
-        eng.schedule(eng.now + host.timing.message_ns(self.dim, size, dist * self.stride), self._received)
+        t = (host.timing.message_ns(self.dim, size, dist * self.stride) if self.dim >= 0 else
+             host.timing.pair_ns(0, dist, size))
+        eng.schedule(eng.now + t, self._received)
         self.count -= 1
         self.free -= 1
 

@@ -192,9 +192,13 @@ class SystemLayer:
         where = dict(file=sysf.path, path=name, line=sysf.line_of(name))
         if impl[0].startswith("one"):
             # one logical ring/direct over all NPUs: a single phase that uses dimension 0's queue
-            if len(impl) != 1 or impl[0] not in ("oneRing", "oneDirect"):
-                raise SpecError(f"{'_'.join(impl)}: codesign's ASTRA-sim mode takes oneRing or "
-                                "oneDirect alone (no window, no oneHalvingDoubling)", **where)
+            if len(impl) != 1 or impl[0] not in ("oneRing", "oneDirect", "oneHalvingDoubling"):
+                raise SpecError(f"{'_'.join(impl)}: codesign's ASTRA-sim mode takes oneRing, oneDirect or "
+                                "oneHalvingDoubling alone (no window)", **where)
+            total = self.timing.total
+            if impl[0] == "oneHalvingDoubling" and (total & (total - 1) or ctype == A2A):
+                raise SpecError("oneHalvingDoubling needs a power-of-two NPU count and has no all-to-all in "
+                                f"ASTRA-sim 1.0; this network has {total} NPUs", **where)
             plan = [(0, impl[0], ctype)] if self.timing.total > 1 and involved[0] else []
             self._plans[key] = plan
             return plan
