@@ -26,6 +26,7 @@ RFS = ("sample_Ring_FullyConnected_Switch.json", "sample_torus_sys.txt")   # 2 x
 RFS_DBT = ("sample_Ring_FullyConnected_Switch.json", "sample_3dim_sys.txt")
 SWITCH = ("sample_Switch.json", "sample_a2a_sys.txt")              # 4 NPUs, tree / halving-doubling
 ONE_HD = ("sample_Torus3D.json", "one_hd_sys.txt")                 # all-reduce: oneHalvingDoubling (ours)
+BOOST = ("sample_Torus3D.json", "boost_sys.txt")                   # sample_torus_sys.txt, boost-mode: 1 (ours)
 BUS = ("sample_Torus3D.json", "shared_bus_torus_sys.txt")          # model-shared-bus: 1 (ours)
 BUS_RFS = ("sample_Ring_FullyConnected_Switch.json", "shared_bus_torus_sys.txt")
 BUS_DIRECT = ("sample_Switch.json", "shared_bus_direct_sys.txt")
@@ -34,6 +35,7 @@ BUS_DIRECT = ("sample_Switch.json", "shared_bus_direct_sys.txt")
 REFERENCE = [
     # ASTRA-sim 1.0's release build (analytical backend d27635b), run on these files by an earlier session
     ("DLRM_HybridParallel.txt", ONE_HD, 2, 260601),
+    ("DLRM_HybridParallel.txt", BOOST, 2, 172673),
     ("MLP_HybridParallel_Data_Model.txt", TORUS, 1, 269127),
     ("MLP_HybridParallel_Data_Model.txt", TORUS, 2, 538254),
     ("MLP_HybridParallel_Data_Model.txt", TORUS_DBT, 1, 280861),
@@ -269,7 +271,9 @@ RING8 = {"topology-name": "Hierarchical", "dimensions-count": 1, "topologies-per
 
 
 @pytest.mark.parametrize("workload, network, extra, impl, match", [
-    (f"DATA\n1\n{LAYER}\n", TORUS[0], "boost-mode: 1\n", "ring_ring_ring", "boost-mode: 1 is not implemented"),
+    (f"DATA\n1\n{LAYER}\n", TORUS[0], "boost-mode: 1\n", "doubleBinaryTree_doubleBinaryTree_doubleBinaryTree",
+     "boost-mode: 1 with doubleBinaryTree is not implemented"),
+    (f"DATA\n1\n{LAYER}\n", TORUS[0], "boost-mode: 2\n", "ring_ring_ring", "boost-mode: expected 0 or 1"),
     (f"DATA\n1\n{LAYER}\n", TORUS[0], "model-shared-bus: 1\nL: 1\no: 1\ng: 1\n", "ring_ring_ring",
      "G: model-shared-bus: 1 needs the LogGP parameters"),
     (f"DATA\n1\n{LAYER}\n", TORUS[0], "model-shared-bus: 1\nL: 1\no: 1\ng: 1\nG: 0.1\n",

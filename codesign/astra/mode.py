@@ -530,6 +530,23 @@ def _plan_dimensions(wl: AstraWorkload, net: AstraNetwork, system: AstraSystem, 
     return ldims, out, boundary
 
 
+def _boost_mode(system: AstraSystem) -> None:
+    """``boost-mode: 1`` runs only the NPUs of NPU 0's ring in each dimension (Sys.cc enables a dimension's
+    queues on them, RingTopology::is_enabled the algorithms): those are the NPUs whose messages NPU 0's
+    timeline waits for, and that timeline is the one codesign replays, so ring, direct and halving-doubling
+    phases (per dimension or over all NPUs, where every NPU is in NPU 0's ring) time the same. A double binary
+    tree waits on NPUs beyond that ring, which boost mode does not run: refused."""
+    key = "boost-mode"
+    where = dict(file=system.path, path=key, line=system.line_of(key))
+    if system.boost_mode not in (0, 1):
+        raise SpecError(f"expected 0 or 1, got {system.boost_mode}", **where)
+    impls = (system.all_reduce_implementation, system.reduce_scatter_implementation,
+             system.all_gather_implementation, system.all_to_all_implementation)
+    if system.boost_mode == 1 and any("doubleBinaryTree" in impl for impl in impls):
+        raise SpecError("1 with doubleBinaryTree is not implemented by codesign's ASTRA-sim mode (the tree waits "
+                        "on NPUs that boost mode does not run); use 0", **where)
+
+
 def _validate(wl: AstraWorkload, system: AstraSystem, sysl: SystemLayer,
               involved: list[tuple[tuple[bool, ...], ...]]) -> int:
     """Reject what ASTRA-sim 1.0 would hang or crash on, or what this mode does not implement."""
@@ -543,8 +560,8 @@ def _validate(wl: AstraWorkload, system: AstraSystem, sysl: SystemLayer,
                             f"{len(wl.layers) - 1} so a top layer follows it (e.g. 'HYBRID_DLRM 4'), "
                             f"got {shown(arg, 20)}", file=wl.path, line=1)
         last_bottom = int(arg)
-    unsupported = {"boost-mode": (system.boost_mode, 0),
-                   "intra-dimension-scheduling": (system.intra_dimension_scheduling, "FIFO")}
+    _boost_mode(system)
+    unsupported = {"intra-dimension-scheduling": (system.intra_dimension_scheduling, "FIFO")}
     for key, (value, ok) in unsupported.items():
         if value != ok:
             raise SpecError(f"{value} is not implemented by codesign's ASTRA-sim mode; use {ok}",
