@@ -27,6 +27,7 @@ RFS_DBT = ("sample_Ring_FullyConnected_Switch.json", "sample_3dim_sys.txt")
 SWITCH = ("sample_Switch.json", "sample_a2a_sys.txt")              # 4 NPUs, tree / halving-doubling
 ONE_HD = ("sample_Torus3D.json", "one_hd_sys.txt")                 # all-reduce: oneHalvingDoubling (ours)
 BOOST = ("sample_Torus3D.json", "boost_sys.txt")                   # sample_torus_sys.txt, boost-mode: 1 (ours)
+SCF = ("sample_Torus3D.json", "scf_sys.txt")                       # intra-dimension-scheduling: SCF (ours)
 BUS = ("sample_Torus3D.json", "shared_bus_torus_sys.txt")          # model-shared-bus: 1 (ours)
 BUS_RFS = ("sample_Ring_FullyConnected_Switch.json", "shared_bus_torus_sys.txt")
 BUS_DIRECT = ("sample_Switch.json", "shared_bus_direct_sys.txt")
@@ -36,6 +37,7 @@ REFERENCE = [
     # ASTRA-sim 1.0's release build (analytical backend d27635b), run on these files by an earlier session
     ("DLRM_HybridParallel.txt", ONE_HD, 2, 260601),
     ("DLRM_HybridParallel.txt", BOOST, 2, 172673),
+    ("DLRM_HybridParallel.txt", SCF, 2, 182717),
     ("MLP_HybridParallel_Data_Model.txt", TORUS, 1, 269127),
     ("MLP_HybridParallel_Data_Model.txt", TORUS, 2, 538254),
     ("MLP_HybridParallel_Data_Model.txt", TORUS_DBT, 1, 280861),
@@ -377,6 +379,29 @@ def test_fast_path_gives_the_general_paths_results_on_random_cases(tmp_path):
         b.pop("fast_path")
         assert a == b, (w.read_text(), n.read_text(), s.read_text())
     assert fast_runs >= 30          # the fast path ran (did not fall back) on most of them
+
+
+def test_smallest_first_on_random_cases_is_the_same_on_both_paths(tmp_path):
+    """SCF's queue order (a list placed by ASTRA's insert rules, not a priority heap) is the same on the fast and
+    the general path; and it is a different order: some runs finish at another time than under FIFO."""
+    rng = random.Random(2022)
+    differs = runs = 0
+    for _ in range(25):
+        w, n, s, passes = _random_case(rng, tmp_path)
+        fifo_text = s.read_text()
+        scf = _write(tmp_path / "scf.txt", fifo_text + "intra-dimension-scheduling: SCF\n")
+        try:
+            general = simulate_astra(w, n, scf, passes=passes, fast=False)
+        except SpecError:
+            continue
+        fast = simulate_astra(w, n, scf, passes=passes)
+        a, b = fast.to_dict(), general.to_dict()
+        for d in (a, b):
+            d.pop("events"), d.pop("fast_path")
+        assert a == b, (w.read_text(), n.read_text(), scf.read_text())
+        runs += 1
+        differs += simulate_astra(w, n, s, passes=passes).finish_time_ns != general.finish_time_ns
+    assert runs >= 15 and differs >= 1
 
 
 def test_fast_path_falls_back_on_fractional_times(tmp_path):

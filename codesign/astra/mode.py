@@ -561,11 +561,10 @@ def _validate(wl: AstraWorkload, system: AstraSystem, sysl: SystemLayer,
                             f"got {shown(arg, 20)}", file=wl.path, line=1)
         last_bottom = int(arg)
     _boost_mode(system)
-    unsupported = {"intra-dimension-scheduling": (system.intra_dimension_scheduling, "FIFO")}
-    for key, (value, ok) in unsupported.items():
-        if value != ok:
-            raise SpecError(f"{value} is not implemented by codesign's ASTRA-sim mode; use {ok}",
-                            file=system.path, path=key, line=system.line_of(key))
+    if system.intra_dimension_scheduling not in ("FIFO", "SCF", "smallestFirst"):
+        key = "intra-dimension-scheduling"
+        raise SpecError(f"{system.intra_dimension_scheduling} is not implemented by codesign's ASTRA-sim mode; use "
+                        "FIFO or SCF", file=system.path, path=key, line=system.line_of(key))
     if system.inter_dimension_scheduling not in ("baseline", "ascending"):
         key = "inter-dimension-scheduling"
         raise SpecError(f"{system.inter_dimension_scheduling} is not implemented by codesign's "

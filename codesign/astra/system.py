@@ -106,6 +106,8 @@ class SystemLayer:
         self.bus = bus
         self.queues = [DimQueue(d, system.active_chunks_per_dimension) for d in range(len(self.npus))]
         self.lifo = system.scheduling_policy == "LIFO"
+        # SCF (smallestFirst): a queue's waiters are a list in ASTRA's order, placed by Sys::insert_stream
+        self.scf = system.intra_dimension_scheduling in ("SCF", "smallestFirst")
         self.priority_counter = 0
         self.arrivals = 0
         self.streams_injected = 0
@@ -280,7 +282,10 @@ class SystemLayer:
         q = self.queues[stream.phases[stream.step][0]]
         stream.queue = q
         self.arrivals += 1
-        heappush(q.waiting, (-stream.priority, self.arrivals, stream))
+        if self.scf:
+            self._insert_scf(q.waiting, stream)
+        else:
+            heappush(q.waiting, (-stream.priority, self.arrivals, stream))
         if prev is not None:
             # the freed queue starts its next chunk first (Sys::SchedulerUnit::notify_stream_removed)
             prev.latency_ns += int(self.engine.now) - stream.last_init
@@ -288,6 +293,31 @@ class SystemLayer:
             if prev.waiting:
                 self._fill(prev)
         self._fill(q)
+
+    def _insert_scf(self, waiting: list[tuple[int, int, Stream]], stream: Stream) -> None:
+        """Sys::insert_stream under smallestFirst (ASTRA-sim 1.0): an all-reduce or all-to-all phase goes after
+        every waiter of its priority or higher (as FIFO); a reduce-scatter or all-gather phase with one phase
+        after it goes last, any other before the first waiter whose phase is no smaller, its size the larger
+        of the phase's initial and final data (an all-gather's final is n times its input)."""
+        dim, algo, ptype, data = stream.phases[stream.step]
+        if ptype in (AR, A2A):
+            i = next((k for k, w in enumerate(waiting) if w[2].priority < stream.priority), len(waiting))
+        elif len(stream.phases) - stream.step - 1 == 1:
+            i = len(waiting)
+        else:
+            size = self._scf_size(stream)
+            i = next((k for k, w in enumerate(waiting) if not self._scf_size(w[2]) < size), len(waiting))
+        # the list's order is the queue's: heappop would reorder it, so the fill takes waiting[0] (see _take)
+        waiting.insert(i, (0, 0, stream))
+
+    def _scf_size(self, stream: Stream) -> int:
+        dim, algo, ptype, data = stream.phases[stream.step]
+        n = self.timing.total if algo.startswith("one") else self.ldims[dim][0]
+        final = data * n if ptype == AG else data // n if ptype == RS else data
+        return max(data, final)
+
+    def _take(self, waiting: list[tuple[int, int, Stream]]) -> Stream:
+        return waiting.pop(0)[2] if self.scf else heappop(waiting)[2]
 
     def _removed(self, q: DimQueue, stream: Stream) -> None:
         q.latency_ns += int(self.engine.now) - stream.last_init
@@ -305,7 +335,7 @@ class SystemLayer:
             return
         tick = int(self.engine.now)
         while waiting and len(running) < q.threshold:
-            stream = heappop(waiting)[2]
+            stream = self._take(waiting)
             running.append(stream)
             stream.last_init = tick
             dim, algo, ptype, data = stream.phases[stream.step]
@@ -324,7 +354,7 @@ class SystemLayer:
         tick = int(now)
         profiles = self._profiles
         while waiting and len(running) < q.threshold:
-            stream = heappop(waiting)[2]
+            stream = self._take(waiting)
             running.append(stream)
             stream.last_init = tick
             dim, algo, ptype, data = stream.phases[stream.step]
