@@ -28,6 +28,7 @@ SWITCH = ("sample_Switch.json", "sample_a2a_sys.txt")              # 4 NPUs, tre
 ONE_HD = ("sample_Torus3D.json", "one_hd_sys.txt")                 # all-reduce: oneHalvingDoubling (ours)
 BOOST = ("sample_Torus3D.json", "boost_sys.txt")                   # sample_torus_sys.txt, boost-mode: 1 (ours)
 SCF = ("sample_Torus3D.json", "scf_sys.txt")                       # intra-dimension-scheduling: SCF (ours)
+THEMIS = ("sample_Torus3D.json", "themis_sys.txt")                 # inter-dimension-scheduling: themis (ours)
 BUS = ("sample_Torus3D.json", "shared_bus_torus_sys.txt")          # model-shared-bus: 1 (ours)
 BUS_RFS = ("sample_Ring_FullyConnected_Switch.json", "shared_bus_torus_sys.txt")
 BUS_DIRECT = ("sample_Switch.json", "shared_bus_direct_sys.txt")
@@ -38,6 +39,7 @@ REFERENCE = [
     ("DLRM_HybridParallel.txt", ONE_HD, 2, 260601),
     ("DLRM_HybridParallel.txt", BOOST, 2, 172673),
     ("DLRM_HybridParallel.txt", SCF, 2, 182717),
+    ("DLRM_HybridParallel.txt", THEMIS, 2, 170940),
     ("MLP_HybridParallel_Data_Model.txt", TORUS, 1, 269127),
     ("MLP_HybridParallel_Data_Model.txt", TORUS, 2, 538254),
     ("MLP_HybridParallel_Data_Model.txt", TORUS_DBT, 1, 280861),
@@ -287,6 +289,11 @@ RING8 = {"topology-name": "Hierarchical", "dimensions-count": 1, "topologies-per
     (f"DATA\n1\n{LAYER}\n", {**RING8, "units-count": [6]}, "", "oneHalvingDoubling",
      "oneHalvingDoubling needs a power-of-two NPU count"),
     (f"DATA\n1\n{LAYER}\n", TORUS[0], "", "oneHalvingDoubling_ring", "alone (no window)"),
+    (f"DATA\n1\n{LAYER}\n", TORUS[0], "inter-dimension-scheduling: themisFlex\n", "ring_ring_ring",
+     "themisFlex is not implemented"),
+    (f"DATA\n1\n{LAYER}\n", TORUS[0], "inter-dimension-scheduling: themis\n", "oneRing", "not with doubleBinaryTree"),
+    (f"HYBRID_TRANSFORMER model_parallel_NPU_group: 2\n1\n{LAYER}\n", TORUS[0], "inter-dimension-scheduling: "
+     "themis\n", "ring_ring_ring", "a model-parallel group that splits a dimension"),
     (f"HYBRID_TRANSFORMER model_parallel_NPU_group: 6\n1\n{LAYER}\n", RFS[0], "", "ring_ring_ring",
      "do not split dimension 1"),
     (f"HYBRID_TRANSFORMER model_parallel_NPU_group: 4\n1\n{LAYER}\n", "sample_Switch.json", "", "ring",
@@ -381,15 +388,17 @@ def test_fast_path_gives_the_general_paths_results_on_random_cases(tmp_path):
     assert fast_runs >= 30          # the fast path ran (did not fall back) on most of them
 
 
-def test_smallest_first_on_random_cases_is_the_same_on_both_paths(tmp_path):
-    """SCF's queue order (a list placed by ASTRA's insert rules, not a priority heap) is the same on the fast and
-    the general path; and it is a different order: some runs finish at another time than under FIFO."""
+@pytest.mark.parametrize("line", ["intra-dimension-scheduling: SCF", "inter-dimension-scheduling: themis"])
+def test_scf_and_themis_on_random_cases_are_the_same_on_both_paths(tmp_path, line):
+    """SCF's queue order (a list placed by ASTRA's insert rules, not a priority heap) and Themis's chunk orders
+    are the same on the fast and the general path; and they change something: some runs finish at another time
+    than under FIFO and baseline."""
     rng = random.Random(2022)
     differs = runs = 0
     for _ in range(25):
         w, n, s, passes = _random_case(rng, tmp_path)
         fifo_text = s.read_text()
-        scf = _write(tmp_path / "scf.txt", fifo_text + "intra-dimension-scheduling: SCF\n")
+        scf = _write(tmp_path / "scf.txt", fifo_text + line + "\n")
         try:
             general = simulate_astra(w, n, scf, passes=passes, fast=False)
         except SpecError:

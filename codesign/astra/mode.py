@@ -547,6 +547,30 @@ def _boost_mode(system: AstraSystem) -> None:
                         "on NPUs that boost mode does not run); use 0", **where)
 
 
+def _inter_dimension(system: AstraSystem, sysl: SystemLayer) -> None:
+    """baseline/ascending, and Themis (themis/offlineGreedy, astra.themis) on the physical dimensions with
+    ring, direct and halving-doubling phases; the rest is refused."""
+    key = "inter-dimension-scheduling"
+    where = dict(file=system.path, path=key, line=system.line_of(key))
+    value = system.inter_dimension_scheduling
+    if value in ("baseline", "ascending"):
+        return
+    if value not in ("themis", "offlineGreedy"):
+        raise SpecError(f"{value} is not implemented by codesign's ASTRA-sim mode; use baseline or themis", **where)
+    natural = [(d, 1) for d in range(len(sysl.timing.npus))]
+    if [(pd, stride) for _, pd, stride in sysl.ldims] != natural:
+        raise SpecError(f"{value} with a model-parallel group that splits a dimension is not implemented by "
+                        "codesign's ASTRA-sim mode; use baseline", **where)
+    impls = (system.all_reduce_implementation, system.reduce_scatter_implementation,
+             system.all_gather_implementation)
+    if any(a.startswith("one") or a == "doubleBinaryTree" for impl in impls for a in impl):
+        raise SpecError(f"{value} is replayed with ring, direct and halvingDoubling per dimension; not with "
+                        "doubleBinaryTree or one* implementations", **where)
+    if sysl.themis is not None and not sysl.themis.bw[0] > 0:
+        raise SpecError(f"{value} divides by dimension 0's NPU bandwidth, which is 0 here (its links-count leaves "
+                        "no usable link; ASTRA-sim 1.0 fails on it)", **where)
+
+
 def _validate(wl: AstraWorkload, system: AstraSystem, sysl: SystemLayer,
               involved: list[tuple[tuple[bool, ...], ...]]) -> int:
     """Reject what ASTRA-sim 1.0 would hang or crash on, or what this mode does not implement."""
@@ -565,11 +589,7 @@ def _validate(wl: AstraWorkload, system: AstraSystem, sysl: SystemLayer,
         key = "intra-dimension-scheduling"
         raise SpecError(f"{system.intra_dimension_scheduling} is not implemented by codesign's ASTRA-sim mode; use "
                         "FIFO or SCF", file=system.path, path=key, line=system.line_of(key))
-    if system.inter_dimension_scheduling not in ("baseline", "ascending"):
-        key = "inter-dimension-scheduling"
-        raise SpecError(f"{system.inter_dimension_scheduling} is not implemented by codesign's "
-                        "ASTRA-sim mode; use baseline", file=system.path, path=key,
-                        line=system.line_of(key))
+    _inter_dimension(system, sysl)
     splits = system.preferred_dataset_splits
     kinds = {"fwd": FWD, "ig": IG, "wg": WG}
     for i, layer in enumerate(wl.layers):

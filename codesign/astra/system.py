@@ -85,6 +85,17 @@ class DimQueue:
         self.chunks = 0
 
 
+def _npu_bandwidth(d: Any) -> float:
+    """An NPU's bandwidth in a dimension as the analytical backend reports it to Themis (GB/s as written): its
+    links, a ring's made even and a fully-connected one's a multiple of its peers, times the link bandwidth."""
+    links = d.links
+    if d.topology == "Ring":
+        links -= links % 2
+    elif d.topology == "FullyConnected" and d.npus > 1:
+        links -= links % (d.npus - 1)
+    return float(links * d.link_bandwidth_gbps)
+
+
 class SystemLayer:
     """Node 0's system layer: Sys buckets, collective generation, queues, phase transitions."""
 
@@ -108,6 +119,10 @@ class SystemLayer:
         self.lifo = system.scheduling_policy == "LIFO"
         # SCF (smallestFirst): a queue's waiters are a list in ASTRA's order, placed by Sys::insert_stream
         self.scf = system.intra_dimension_scheduling in ("SCF", "smallestFirst")
+        self.themis = None
+        if system.inter_dimension_scheduling in ("themis", "offlineGreedy"):
+            from .themis import Themis
+            self.themis = Themis(self.npus, [_npu_bandwidth(d) for d in net.dims])
         self.priority_counter = 0
         self.arrivals = 0
         self.streams_injected = 0
@@ -226,6 +241,17 @@ class SystemLayer:
         self._plans[key] = plan
         return plan
 
+    def _themis_plan(self, themis: Any, ctype: str, chunk: int, involved: tuple[bool, ...]) -> list[tuple[int, str, str]]:
+        """A chunk's phases in the dimension order Themis gives it (Sys::generate_collective under offlineGreedy):
+        an all-reduce with localBWAware is reduce-scatters in that order and all-gathers back, with no all-reduce
+        phase; otherwise one phase of the collective's type per dimension, in that order."""
+        order = themis.order(chunk, involved, gather=ctype == AG)
+        impl = self.impls[ctype]
+        active = [d for d in order if self.npus[d] > 1 and involved[d]]
+        if ctype == AR and self.system.collective_optimization == "localBWAware":
+            return [(d, impl[d], RS) for d in active] + [(d, impl[d], AG) for d in reversed(active)]
+        return [(d, impl[d], ctype) for d in active]
+
     def _priority(self, policy: str) -> int:
         """Sys::get_priority: LIFO counts up, FIFO down, NONE follows the system file's policy."""
         if policy == "HIGHEST":
@@ -250,11 +276,14 @@ class SystemLayer:
                             file=self.system.path, path="preferred-dataset-splits")
         coll = Collective(self.tick())
         remaining = nbytes
+        themis = self.themis if ctype != A2A else None
+        if self.themis is not None:
+            self.themis.new_collective(self.tick())
         while remaining > 0:
             c = min(chunk, remaining)        # a remainder becomes one extra, smaller chunk
             remaining -= c
             phases, data = [], c
-            for dim, algo, ptype in plan:
+            for dim, algo, ptype in (plan if themis is None else self._themis_plan(themis, ctype, chunk, involved)):
                 phases.append((dim, algo, ptype, data))
                 n = self.npus[dim]
                 if algo != "doubleBinaryTree":   # ASTRA's tree is an all-reduce whatever the phase
