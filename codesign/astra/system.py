@@ -241,7 +241,8 @@ class SystemLayer:
         self._plans[key] = plan
         return plan
 
-    def _themis_plan(self, themis: Any, ctype: str, chunk: int, involved: tuple[bool, ...]) -> list[tuple[int, str, str]]:
+    def _themis_plan(self, themis: Any, ctype: str, chunk: int,
+                     involved: tuple[bool, ...]) -> list[tuple[int, str, str]]:
         """A chunk's phases in the dimension order Themis gives it (Sys::generate_collective under offlineGreedy):
         an all-reduce with localBWAware is reduce-scatters in that order and all-gathers back, with no all-reduce
         phase; otherwise one phase of the collective's type per dimension, in that order."""
