@@ -29,6 +29,7 @@ ONE_HD = ("sample_Torus3D.json", "one_hd_sys.txt")                 # all-reduce:
 BOOST = ("sample_Torus3D.json", "boost_sys.txt")                   # sample_torus_sys.txt, boost-mode: 1 (ours)
 SCF = ("sample_Torus3D.json", "scf_sys.txt")                       # intra-dimension-scheduling: SCF (ours)
 THEMIS = ("sample_Torus3D.json", "themis_sys.txt")                 # inter-dimension-scheduling: themis (ours)
+RING16 = ("ring16.json", "ring_sys.txt")                           # one ring of 16 NPUs, ring (ours)
 BUS = ("sample_Torus3D.json", "shared_bus_torus_sys.txt")          # model-shared-bus: 1 (ours)
 BUS_RFS = ("sample_Ring_FullyConnected_Switch.json", "shared_bus_torus_sys.txt")
 BUS_DIRECT = ("sample_Switch.json", "shared_bus_direct_sys.txt")
@@ -40,6 +41,7 @@ REFERENCE = [
     ("DLRM_HybridParallel.txt", BOOST, 2, 172673),
     ("DLRM_HybridParallel.txt", SCF, 2, 182717),
     ("DLRM_HybridParallel.txt", THEMIS, 2, 170940),
+    ("Transformer_HybridParallel.txt", RING16, 1, 589281052),   # group 4 cuts the ring into 4 rings of 4
     ("MLP_HybridParallel_Data_Model.txt", TORUS, 1, 269127),
     ("MLP_HybridParallel_Data_Model.txt", TORUS, 2, 538254),
     ("MLP_HybridParallel_Data_Model.txt", TORUS_DBT, 1, 280861),
@@ -284,8 +286,8 @@ RING8 = {"topology-name": "Hierarchical", "dimensions-count": 1, "topologies-per
      "doubleBinaryTree_doubleBinaryTree_doubleBinaryTree", "model-shared-bus is replayed with ring"),
     (f"HYBRID_TRANSFORMER model_parallel_NPU_group: 4\n1\n{LAYER}\n", RFS[0], "",
      "doubleBinaryTree_doubleBinaryTree_doubleBinaryTree", "crashes on doubleBinaryTree"),
-    (f"HYBRID_TRANSFORMER model_parallel_NPU_group: 4\n1\n{LAYER}\n", RING8, "", "ring",
-     "splits Ring dimension 0 into rings of 4 and 2 NPUs"),
+    (f"HYBRID_TRANSFORMER model_parallel_NPU_group: 4\n1\n{LAYER}\n", RING8, "", "direct",
+     "splits Ring dimension 0 into rings of 4 and 2 NPUs; the ring of 4 closes over 3 hops, so a direct phase"),
     (f"DATA\n1\n{LAYER}\n", {**RING8, "units-count": [6]}, "", "oneHalvingDoubling",
      "oneHalvingDoubling needs a power-of-two NPU count"),
     (f"DATA\n1\n{LAYER}\n", TORUS[0], "", "oneHalvingDoubling_ring", "alone (no window)"),

@@ -132,15 +132,22 @@ def tree_ns(timing: NetworkTiming, dim: int, data: int, e: int) -> float:
 
 
 def one_ring_ns(timing: NetworkTiming, ptype: str, data: int, e: int) -> float:
-    """Ring algorithm over all NPUs (``oneRing``): until the slowest NPU is done (ns).
+    """Ring algorithm over all NPUs (``oneRing``): until the slowest NPU is done (ns)."""
+    return ring_over_ns(timing, list(range(timing.total)), ptype, data, e)
+
+
+def ring_over_ns(timing: NetworkTiming, members: list[int], ptype: str, data: int, e: int) -> float:
+    """Ring algorithm over the NPUs ``members`` (global ids, in ring order): until the slowest is done (ns).
 
     NPU i sends step m once it received step m-1 from NPU i-1 (posted when it sent step m-1) and
     visited its endpoint; the link i-1 -> i runs in the highest dimension where the two ids differ.
+    ``oneRing`` is the ring of every NPU; a ring dimension split by a model-parallel group into a ring of k < n
+    NPUs whose wrap-around link takes k-1 hops is the ring of NPU 0's k NPUs (every other such ring is a copy).
     """
-    n = timing.total
+    n = len(members)
     msg = data if ptype == AG else data // n
     steps = 2 * (n - 1) if ptype == AR else n * (n - 1) // 2 if ptype == A2A else n - 1
-    link = [timing.pair_ns((i - 1) % n, i, msg) for i in range(n)]
+    link = [timing.pair_ns(members[(i - 1) % n], members[i], msg) for i in range(n)]
     proc = processing_ns(msg)
     sent = [float(e)] * n                              # first send after one endpoint visit
     for m in range(1, steps + 1):

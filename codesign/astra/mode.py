@@ -511,11 +511,9 @@ def _plan_dimensions(wl: AstraWorkload, net: AstraNetwork, system: AstraSystem, 
                         **where)
     first = group // below
     topo = net.dims[split].topology
-    if topo == "Ring" and first > 2:
-        raise SpecError(f"the group splits Ring dimension {split} into rings of {first} and "
-                        f"{n // first} NPUs; the ring of {first} closes over {first - 1} hops, so its NPUs "
-                        "do not all see the same message times and codesign's mode (node 0 stands for "
-                        "every NPU) cannot replay it", **where)
+    # a ring of first > 2 NPUs cut from a longer ring closes over first - 1 hops: its ring phases are timed over
+    # its NPUs (ringSplit), a direct phase's peers are as uneven and is refused; halving-doubling stays even
+    uneven = topo == "Ring" and first > 2 and first < n
     out = {}
     for ctype, impl in impls.items():
         bad = [a for a in impl if a.startswith("one") or a == "doubleBinaryTree"]
@@ -526,7 +524,15 @@ def _plan_dimensions(wl: AstraWorkload, net: AstraNetwork, system: AstraSystem, 
                             f"(ASTRA-sim 1.0 crashes on doubleBinaryTree there), got {'_'.join(impl)}",
                             file=system.path, path=f"{key}-implementation",
                             line=system.line_of(f"{key}-implementation"))
-        out[ctype] = impl[:split] + (impl[split],) + impl[split:]
+        inner = impl[split]
+        if uneven and inner.startswith("direct"):
+            key = {AR: "all-reduce", AG: "all-gather", RS: "reduce-scatter", A2A: "all-to-all"}[ctype]
+            raise SpecError(f"the group splits Ring dimension {split} into rings of {first} and {n // first} NPUs; "
+                            f"the ring of {first} closes over {first - 1} hops, so a direct phase's NPUs do not all "
+                            "see the same message times, which codesign's mode does not replay; use ring or "
+                            "halvingDoubling", file=system.path, path=f"{key}-implementation",
+                            line=system.line_of(f"{key}-implementation"))
+        out[ctype] = impl[:split] + ("ringSplit" if uneven and inner == "ring" else inner,) + impl[split:]
     return ldims, out, boundary
 
 
@@ -600,7 +606,8 @@ def _validate(wl: AstraWorkload, system: AstraSystem, sysl: SystemLayer,
             plan = sysl.plan(_TYPES[ctype], involved[i][kinds[kind]])
             if not plan:                       # no dimension takes part: ASTRA skips it
                 continue
-            if sysl.bus is not None and any(a in ("doubleBinaryTree", "oneRing", "oneDirect", "oneHalvingDoubling")
+            if sysl.bus is not None and any(a in ("doubleBinaryTree", "oneRing", "oneDirect", "oneHalvingDoubling",
+                                                  "ringSplit")
                                             for _, a, _ in plan):
                 raise SpecError("model-shared-bus is replayed with ring, direct and halvingDoubling "
                                 "phases only; doubleBinaryTree, oneRing and oneDirect are timed in closed "

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
 from ..sim.events import EventLoop
-from .algorithms import A2A, AG, AR, RS, NetworkTiming, PacketPhase, one_direct_ns, one_ring_ns, tree_ns
+from .algorithms import (A2A, AG, AR, RS, NetworkTiming, PacketPhase, one_direct_ns, one_ring_ns, ring_over_ns,
+                         tree_ns)
 from .inputs import AstraNetwork, AstraSystem
 from .profile import FastPathFallback, PhaseProfile, profile_phase
 
@@ -36,7 +37,9 @@ if TYPE_CHECKING:
 HIGHEST_PRIORITY = 100_000_000   # Sys::get_priority for SchedulingPolicy::HIGHEST (DLRM all-to-alls)
 _IMPL_KEY = {AR: "all-reduce-implementation", AG: "all-gather-implementation",
              RS: "reduce-scatter-implementation", A2A: "all-to-all-implementation"}
-_TIMED = ("doubleBinaryTree", "oneRing", "oneDirect")   # asymmetric: duration over all NPUs
+#: asymmetric: duration over all NPUs; ``ringSplit`` is a ring of k NPUs cut from a ring dimension of n > k by a
+#: model-parallel group (astra.mode._plan_dimensions names it), whose wrap-around link takes k-1 hops
+_TIMED = ("doubleBinaryTree", "oneRing", "oneDirect", "ringSplit")
 POLICIES = ("NONE", "LIFO", "FIFO", "HIGHEST")
 ALL = (True,) * 10        # ASTRA's involved-dimension vectors have 10 entries
 
@@ -470,6 +473,12 @@ class SystemLayer:
                 t = tree_ns(self.timing, self.ldims[dim][1], data, self.endpoint)
             elif algo == "oneRing":
                 t = one_ring_ns(self.timing, ptype, data, self.endpoint)
+            elif algo == "ringSplit":
+                n, pd, stride = self.ldims[dim]
+                below = 1
+                for m in self.timing.npus[:pd]:
+                    below *= m
+                t = ring_over_ns(self.timing, [k * stride * below for k in range(n)], ptype, data, self.endpoint)
             else:
                 t = one_direct_ns(self.timing, ptype, data, self.endpoint)
             self._timed[key] = t
