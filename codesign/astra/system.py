@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
 from ..sim.events import EventLoop
-from .algorithms import (A2A, AG, AR, RS, NetworkTiming, PacketPhase, one_direct_ns, one_ring_ns, ring_over_ns,
-                         tree_ns)
+from .algorithms import A2A, AG, AR, RS, NetworkTiming, PacketPhase, one_direct_ns, one_ring_ns, ring_over_ns, tree_ns
 from .inputs import AstraNetwork, AstraSystem
 from .profile import FastPathFallback, PhaseProfile, profile_phase
 
