@@ -26,6 +26,9 @@ ASTRA_PARALLELISMS = {"DATA": "data", "MODEL": "model", "HYBRID_DATA_MODEL": "hy
                       "MICRO": "micro", "HYBRID_CUSTOMIZED": "hybrid_customized",
                       "HYBRID_TRANSFORMER": "hybrid_transformer",
                       "HYBRID_TRANSFORMER_FWD_IN_BCKWD": "hybrid_transformer_fwd_in_bckwd"}
+#: Names ASTRA-sim 1.0 reads as another loop: Workload.cc runs HYBRID_DLRM_ENHANCED as HYBRID_DLRM (the same
+#: iterate function, the last bottom layer read the same way, layer 0 on every dimension).
+ASTRA_ALIASES = {"HYBRID_DLRM_ENHANCED": "HYBRID_DLRM"}
 #: Every loop imports: codesign's MILP schedules them all (``astra_to_workload``).
 SUPPORTED = tuple(ASTRA_PARALLELISMS)
 
@@ -90,9 +93,10 @@ def parse_astra_workload(path: str | Path, *, confine_to: Path | None = None) ->
     if not rows:
         raise SpecError("empty workload file; expected the parallelism on line 1", file=file, line=1)
     n0, head = rows[0]
+    head = [ASTRA_ALIASES.get(head[0], head[0]), *head[1:]]
     if head[0] not in ASTRA_PARALLELISMS:
         raise SpecError(f"unknown parallelism {shown(head[0], 20)}; expected one of "
-                        f"{', '.join(ASTRA_PARALLELISMS)}", file=file, line=n0)
+                        f"{', '.join([*ASTRA_PARALLELISMS, *ASTRA_ALIASES])}", file=file, line=n0)
     if len(rows) < 2:
         raise SpecError("missing the layer count on line 2", file=file, line=n0 + 1)
     n1, count_toks = rows[1]
