@@ -250,3 +250,22 @@ def test_recompute_that_never_finishes_is_refused(tmp_path):
         "2\na -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 1000 1\nb -1 10 NONE 0 10 NONE 0 10 ALLREDUCE 1000 1\n")
     with pytest.raises(SpecError, match="would not finish the pass"):
         astra_to_workload(parse_astra_workload(tmp_path / "t.txt"), dim_sizes=(2, 2))
+
+
+def test_distributed_inference_is_forward_only_and_agrees_with_astra(tmp_path):
+    """DISTRIBUTED_INFERENCE (Workload::iterate_distributed_inference): every pass is the forwards alone, each
+    awaiting its collective. codesign's program has exactly those steps, and its period is ASTRA's pass."""
+    doc = copy.deepcopy(load_yaml(PROBLEMS / "mlp_model_ace_torus3d.yaml"))
+    doc["workload"]["astra"] = str(DATA / "workload" / "MLP_Inference.txt")
+    doc["engine"] = {"type": "ideal", "endpoint_delay": doc["engine"]["endpoint_delay"]}
+    doc["schedule"] = {"order": "fifo", "chunks": 1}
+    p = parse_problem(doc, PROBLEMS / "mlp_model_ace_torus3d.yaml")
+    assert p.workload.parallelism == "distributed_inference"
+    assert [s.name.rsplit(".", 1)[1] for s in p.workload.program] == ["forward"] * len(p.workload.layers)
+    period_ns = simulate(p, Design("ideal", {})).period_s * 1e9
+    r = simulate_astra(DATA / "workload" / "MLP_Inference.txt", DATA / "network" / "sample_Torus3D.json",
+                       astra_system(tmp_path), passes=4)
+    per_pass = [b - a for a, b in zip(r.pass_end_ns, r.pass_end_ns[1:])]
+    assert per_pass[-1] == per_pass[-2], per_pass
+    lo, hi = astra_extra_ns(p)
+    assert lo <= per_pass[-1] - period_ns <= hi, (per_pass[-1], period_ns, lo, hi)

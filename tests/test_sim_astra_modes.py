@@ -42,6 +42,7 @@ REFERENCE = [
     ("DLRM_HybridParallel.txt", SCF, 2, 182717),
     ("DLRM_HybridParallel.txt", THEMIS, 2, 170940),
     ("DLRM_Enhanced.txt", TORUS, 2, 172673),   # HYBRID_DLRM_ENHANCED: ASTRA-sim 1.0 runs it as HYBRID_DLRM
+    ("MLP_Inference.txt", TORUS, 2, 896332),   # DISTRIBUTED_INFERENCE: forward passes only
     ("Transformer_HybridParallel.txt", RING16, 1, 589281052),   # group 4 cuts the ring into 4 rings of 4
     ("MLP_HybridParallel_Data_Model.txt", TORUS, 1, 269127),
     ("MLP_HybridParallel_Data_Model.txt", TORUS, 2, 538254),

@@ -32,7 +32,7 @@ from .system import ALL, SystemLayer
 
 FWD, IG, WG, FIB = 0, 1, 2, 3          # FIB: ASTRA's Forward_In_BackPass (re-computation)
 SUPPORTED = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_CUSTOMIZED", "HYBRID_DLRM",
-             "HYBRID_TRANSFORMER", "HYBRID_TRANSFORMER_FWD_IN_BCKWD", "MICRO")
+             "HYBRID_TRANSFORMER", "HYBRID_TRANSFORMER_FWD_IN_BCKWD", "MICRO", "DISTRIBUTED_INFERENCE")
 #: the per-layer parallelisms HYBRID_CUSTOMIZED takes (its 13th field)
 LAYER_PARALLELISMS = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_DLRM", "MICRO")
 _WAIT_END = "wait"
@@ -97,7 +97,7 @@ def involved_dimensions(policy: str, boundary: int = -1) -> tuple[tuple[bool, ..
     """
     if policy in ("DATA", "HYBRID_DLRM", "MICRO"):
         return NONE_DIMS, NONE_DIMS, ALL
-    if policy == "MODEL":
+    if policy in ("MODEL", "DISTRIBUTED_INFERENCE"):
         return ALL, ALL, NONE_DIMS
     if policy == "ALL":
         return ALL, ALL, ALL
@@ -211,7 +211,8 @@ class _Loop:
                       "MICRO": self._micro, "HYBRID_DATA_MODEL": self._hybrid,
                       "HYBRID_MODEL_DATA": self._hybrid, "HYBRID_CUSTOMIZED": self._hybrid,
                       "HYBRID_TRANSFORMER": self._transformer,
-                      "HYBRID_TRANSFORMER_FWD_IN_BCKWD": self._transformer}[wl.parallelism]
+                      "HYBRID_TRANSFORMER_FWD_IN_BCKWD": self._transformer,
+                      "DISTRIBUTED_INFERENCE": self._inference}[wl.parallelism]
 
     def _check_end(self) -> None:
         if self.pass_counter != self.passes:
@@ -318,6 +319,17 @@ class _Loop:
             if not self.issued and self.index > 0:
                 layer.issue(IG, "LIFO")
             self._next(WG)
+
+    def _inference(self, _: Any = None) -> None:
+        """Workload::iterate_distributed_inference: forward passes only, each layer's collective blocking."""
+        if self.pass_counter == self.passes:
+            self._check_end()
+        if self.state == FWD and self._blocking_forward(self.layers[self.index]):
+            self.index += 1
+            if self.index == len(self.layers):
+                self.index = 0
+                self._pass_done()
+            self._next(FWD)
 
     def _backward_end(self) -> None:
         """Weight gradient done: the layer below, or the end of the pass after layer 1."""
@@ -457,6 +469,8 @@ def _issued_kinds(parallelism: str, i: int, count: int, layer: AstraLayer, last_
         return ["wg"] if i == 0 else []
     if parallelism == "MODEL":
         return ["fwd"] + (["ig"] if i > 0 else [])
+    if parallelism == "DISTRIBUTED_INFERENCE":
+        return ["fwd"]
     if parallelism == "HYBRID_DLRM":
         return (["wg"] + (["fwd"] if layer.fwd_comm_type == "ALLTOALL" else [])
                 + (["ig"] if i == 0 and last_bottom + 1 < count else []))

@@ -25,7 +25,8 @@ ASTRA_PARALLELISMS = {"DATA": "data", "MODEL": "model", "HYBRID_DATA_MODEL": "hy
                       "HYBRID_MODEL_DATA": "hybrid_model_data", "HYBRID_DLRM": "hybrid_dlrm",
                       "MICRO": "micro", "HYBRID_CUSTOMIZED": "hybrid_customized",
                       "HYBRID_TRANSFORMER": "hybrid_transformer",
-                      "HYBRID_TRANSFORMER_FWD_IN_BCKWD": "hybrid_transformer_fwd_in_bckwd"}
+                      "HYBRID_TRANSFORMER_FWD_IN_BCKWD": "hybrid_transformer_fwd_in_bckwd",
+                      "DISTRIBUTED_INFERENCE": "distributed_inference"}
 #: Names ASTRA-sim 1.0 reads as another loop: Workload.cc runs HYBRID_DLRM_ENHANCED as HYBRID_DLRM (the same
 #: iterate function, the last bottom layer read the same way, layer 0 on every dimension).
 ASTRA_ALIASES = {"HYBRID_DLRM_ENHANCED": "HYBRID_DLRM"}
@@ -191,7 +192,7 @@ def transformer_header(aw: AstraWorkload) -> TransformerHeader:
 #: The loops whose iteration comes from walking ASTRA-sim's state machine (``astra_program``); DATA,
 #: HYBRID_DLRM and MICRO run codesign's own loops for them (``schedule.iteration``), which are the same.
 PROGRAM_LOOPS = ("MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_CUSTOMIZED", "HYBRID_TRANSFORMER",
-                 "HYBRID_TRANSFORMER_FWD_IN_BCKWD")
+                 "HYBRID_TRANSFORMER_FWD_IN_BCKWD", "DISTRIBUTED_INFERENCE")
 #: HYBRID_CUSTOMIZED's per-layer parallelisms (its 13th field)
 LAYER_PARALLELISMS = ("DATA", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_DLRM", "MICRO")
 _KINDS = ("forward", "input_grad", "weight_grad")
@@ -232,7 +233,7 @@ def involved_dims(policy: str, boundary: int, ndims: int) -> tuple[tuple[int, ..
     every = tuple(range(ndims))
     if policy in ("DATA", "HYBRID_DLRM", "MICRO"):
         return (), (), every
-    if policy == "MODEL":
+    if policy in ("MODEL", "DISTRIBUTED_INFERENCE"):
         return every, every, ()
     if policy == "ALL":
         return every, every, every
@@ -251,6 +252,8 @@ def _issued(parallelism: str, i: int, count: int, layer: AstraLayer, last_bottom
         return ("weight_grad",) if i == 0 else ()
     if parallelism == "MODEL":
         return ("forward",) + (("input_grad",) if i > 0 else ())
+    if parallelism == "DISTRIBUTED_INFERENCE":
+        return ("forward",)
     if parallelism == "HYBRID_DLRM":
         return (("weight_grad",) + (("forward",) if layer.fwd_comm_type == "ALLTOALL" else ())
                 + (("input_grad",) if i == 0 and last_bottom + 1 < count else ()))
@@ -291,7 +294,7 @@ def astra_to_workload(aw: AstraWorkload, *, cycle_s: float = 1e-9, name: str | N
         raise SpecError(f"parallelism {par} is not one codesign imports", **where)
     if not aw.layers:
         raise SpecError("the workload has no layers", file=aw.path, line=aw.header_line + 1)
-    if par in PROGRAM_LOOPS and par != "MODEL" and dim_sizes is None:
+    if par in PROGRAM_LOOPS and par not in ("MODEL", "DISTRIBUTED_INFERENCE") and dim_sizes is None:
         raise ValueError(f"{par} places its collectives on the network's dimensions: give dim_sizes")
     ndims = len(dim_sizes) if dim_sizes is not None else None
     last_bottom = None
@@ -400,6 +403,10 @@ class _LoopWalk:
         backward), then input gradient (``ig``) and weight gradient (``wg``) down to layer 0."""
         self.n_pass, self.ev = n_pass, []
         self.events.append(self.ev)
+        if self.par == "DISTRIBUTED_INFERENCE":   # forward only, every layer's collective awaited
+            for i in range(len(self.layers)):
+                self._forward("fwd", i)
+            return
         state, i, initiated = "fwd", 0, False
         while True:
             if len(self.ev) > self.limit:
