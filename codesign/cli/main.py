@@ -89,13 +89,18 @@ def _parser() -> argparse.ArgumentParser:
 
 def _solve(args: argparse.Namespace) -> int:
     from ..pipeline.solve import solve
-    from ..problem.load import load_problem
+    from ..problem.load import parse_problem
     from ..report.files import OUTPUTS, write_outputs
     from ..report.text import summary
 
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise_usage("--time-limit must be a positive number of seconds")
-    problem = load_problem(args.problem, solver_profile=args.solver, confine=args.confine)
+    from ..spec.yamlfile import load_yaml
+    from ..suite.spec import is_suite
+    doc = load_yaml(args.problem)
+    if is_suite(doc):
+        return _solve_suite(args, doc)
+    problem = parse_problem(doc, args.problem, solver_profile=args.solver, confine=args.confine)
     if args.refine < 0 or not math.isfinite(args.refine):
         raise_usage("--refine must be a non-negative number of seconds")
     out = output_dir(args.out) if args.out else None  # a wrong --out is found now, not after the solve
@@ -145,6 +150,19 @@ def _solve(args: argparse.Namespace) -> int:
         print(f"codesign: warning: {val.warning()}", file=sys.stderr)
     if unwritten is not None:
         raise unwritten
+    return 0
+
+
+def _solve_suite(args: argparse.Namespace, doc: Any) -> int:
+    """``codesign solve`` of a suite (docs/suites.md): its summary, or ``--json``'s document."""
+    from ..suite.report import summary, to_dict
+    from ..suite.search import solve_suite
+    from ..suite.spec import parse_suite
+    suite = parse_suite(doc, args.problem, solver_profile=args.solver, confine=args.confine)
+    if args.out or args.verbose or args.refine:
+        raise_usage("--out, --verbose and --refine are not supported for suites yet")
+    res = solve_suite(suite, time_limit=args.time_limit, started=args.started)
+    print(json.dumps(to_dict(suite, res), indent=2) if args.json else summary(suite, res))
     return 0
 
 
