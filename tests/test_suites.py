@@ -3,7 +3,7 @@ objective, a suite of one against the single-workload solve, and bad input as on
 from __future__ import annotations
 
 import copy
-import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from codesign.cli.main import main
 from codesign.errors import InfeasibleError
 from codesign.milp.data import model_data
+from codesign.milp.designs import fits_budgets
 from codesign.pipeline.solve import policy_evaluator, solve
 from codesign.platform.endpoint import design_area_mm2, design_power_w
 from codesign.problem.load import parse_problem
@@ -55,9 +56,7 @@ def _brute(suite) -> tuple[float, list[dict[str, int]], np.ndarray, int]:
     space = mds[0].space
     names = [r for r in space if len(space[r]) > 1]
     p0 = suite.problems[0]
-    from codesign.milp.designs import fits_budgets
-    import itertools
-    values, designs = [], []
+    designs = []
     periods = []
     for combo in itertools.product(*(range(len(space[r])) for r in names)):
         c = {r: 0 for r in space} | dict(zip(names, combo))

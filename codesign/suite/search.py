@@ -102,7 +102,7 @@ def solve_suite(suite: Suite, *, time_limit: float | None = None, started: float
     notes: list[str] = []
     own_best, own_choice, own_proven = [], [], []
     for w in range(len(members)):
-        st, d, value, _ = _best_first(lambda lows: lows[0], [members[w]], [1.0], key, lambda dd, ws: simulate(w, dd),
+        st, d, value, _ = _best_first(lambda lows: lows[0], [members[w]], [1.0], key, lambda dd, i: simulate(i, dd),
                                       deadline, [w], ties=False)
         if d is None:
             raise SolverError(f"workload {suite.names[w]!r}: no design simulated within the time limit ({limit:g} s); "
@@ -160,7 +160,8 @@ def _tie_keys(suite: Suite, master: Master, choices: list[dict[str, int]]) -> np
                      + 1e-6 * sum(ranks[r][o] for r, o in c.items() if r in master.sized) for c in choices])
 
 
-def _suite_objective(suite: Suite, own: list[float], choices: list[dict[str, int]]) -> Callable[[list[np.ndarray]], np.ndarray]:
+def _suite_objective(suite: Suite, own: list[float],
+                     choices: list[dict[str, int]]) -> Callable[[list[np.ndarray]], np.ndarray]:
     """The suite objective as a function of the workloads' periods per design (each an array, s); non-decreasing
     in each, so at their lower bounds it is a lower bound."""
     w = np.array(suite.weights)
