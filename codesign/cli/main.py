@@ -191,6 +191,18 @@ def _validate(args: argparse.Namespace) -> int:
     from ..spec.yamlfile import load_yaml
 
     doc = load_yaml(args.problem)
+    from ..suite.spec import is_suite
+    if is_suite(doc):
+        from ..suite.spec import parse_suite
+        suite = parse_suite(doc, args.problem, confine=args.confine)
+        from ..milp.data import check_ranges, model_data
+        from ..milp.designs import unusable
+        for q in suite.problems:
+            check_ranges(model_data(q), set(unusable(q.engine)))
+        print(f"{args.problem}: valid. suite of {len(suite.problems)} workloads ({', '.join(suite.names)}); network "
+              f"{suite.problems[0].topology.shape}; {suite.problems[0].engine.kind} engine; minimize "
+              f"{suite.objective.replace('_', ' ')}")
+        return 0
     p = parse_problem(doc, args.problem, confine=args.confine)
     sweep = None
     if isinstance(doc, dict) and "sweep" in doc:  # checked as 'codesign sweep' checks it, by the same function

@@ -21,11 +21,15 @@ def weighted_time_s(suite: Suite, res: SuiteResult) -> float:
 
 def rows(suite: Suite, res: SuiteResult) -> list[dict[str, Any]]:
     """Per workload: its weight, its period at the suite's design, its own best period, the regret
-    (suite-design period / own best - 1) and whether its own best is proven."""
+    (suite-design period / own best - 1), whether its own best is proven, its target and a design that reaches
+    its own best."""
+    p = suite.problems[0]
+    keys = design_keys()
     return [{"name": n, "weight": w, "iteration_time_s": t, "own_best_s": o, "regret": t / o - 1.0,
-             "own_best_proven": pr, "iteration_time_target_s": tg}
-            for n, w, t, o, pr, tg in zip(suite.names, suite.weights, res.periods_s, res.own_best_s, res.own_proven,
-                                          suite.targets_s)]
+             "own_best_proven": pr, "iteration_time_target_s": tg,
+             "own_best_design": {keys[k]: v for k, v in design_of(p.engine, c).values.items()}}
+            for n, w, t, o, pr, tg, c in zip(suite.names, suite.weights, res.periods_s, res.own_best_s,
+                                             res.own_proven, suite.targets_s, res.own_choice)]
 
 
 def to_dict(suite: Suite, res: SuiteResult) -> dict[str, Any]:
