@@ -89,13 +89,18 @@ def _parser() -> argparse.ArgumentParser:
 
 def _solve(args: argparse.Namespace) -> int:
     from ..pipeline.solve import solve
-    from ..problem.load import load_problem
+    from ..problem.load import parse_problem
     from ..report.files import OUTPUTS, write_outputs
     from ..report.text import summary
 
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise_usage("--time-limit must be a positive number of seconds")
-    problem = load_problem(args.problem, solver_profile=args.solver, confine=args.confine)
+    from ..spec.yamlfile import load_yaml
+    from ..suite.spec import is_suite
+    doc = load_yaml(args.problem)
+    if is_suite(doc):
+        return _solve_suite(args, doc)
+    problem = parse_problem(doc, args.problem, solver_profile=args.solver, confine=args.confine)
     if args.refine < 0 or not math.isfinite(args.refine):
         raise_usage("--refine must be a non-negative number of seconds")
     out = output_dir(args.out) if args.out else None  # a wrong --out is found now, not after the solve
@@ -148,6 +153,19 @@ def _solve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _solve_suite(args: argparse.Namespace, doc: Any) -> int:
+    """``codesign solve`` of a suite (docs/suites.md): its summary, or ``--json``'s document."""
+    from ..suite.report import summary, to_dict
+    from ..suite.search import solve_suite
+    from ..suite.spec import parse_suite
+    suite = parse_suite(doc, args.problem, solver_profile=args.solver, confine=args.confine)
+    if args.out or args.verbose or args.refine:
+        raise_usage("--out, --verbose and --refine are not supported for suites yet")
+    res = solve_suite(suite, time_limit=args.time_limit, started=args.started)
+    print(json.dumps(to_dict(suite, res), indent=2) if args.json else summary(suite, res))
+    return 0
+
+
 def _with_line(e: CodesignError) -> CodesignError:
     """A SpecError that names a problem file's key path but no line (found after parsing, e.g. a number beyond what
     the MILP holds), with the key's line read from the file; any other error as it is."""
@@ -173,6 +191,18 @@ def _validate(args: argparse.Namespace) -> int:
     from ..spec.yamlfile import load_yaml
 
     doc = load_yaml(args.problem)
+    from ..suite.spec import is_suite
+    if is_suite(doc):
+        from ..suite.spec import parse_suite
+        suite = parse_suite(doc, args.problem, confine=args.confine)
+        from ..milp.data import check_ranges, model_data
+        from ..milp.designs import unusable
+        for q in suite.problems:
+            check_ranges(model_data(q), set(unusable(q.engine)))
+        print(f"{args.problem}: valid. suite of {len(suite.problems)} workloads ({', '.join(suite.names)}); network "
+              f"{suite.problems[0].topology.shape}; {suite.problems[0].engine.kind} engine; minimize "
+              f"{suite.objective.replace('_', ' ')}")
+        return 0
     p = parse_problem(doc, args.problem, confine=args.confine)
     sweep = None
     if isinstance(doc, dict) and "sweep" in doc:  # checked as 'codesign sweep' checks it, by the same function
