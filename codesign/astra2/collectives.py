@@ -40,6 +40,24 @@ class LogicalRing:
         return self.member(self.index_of(rank) - direction)
 
 
+class ListRing(LogicalRing):
+    """A communicator group's ring: its ranks in the order the group file lists them (``RingTopology`` built
+    from a list; 2.x does not sort them), ``rank`` one of them."""
+
+    def __init__(self, rank: int, members: tuple[int, ...]) -> None:
+        self.members = members
+        self.n, self.stride = len(members), 0
+        self._pos = {r: i for i, r in enumerate(members)}
+        self.index = self._pos[rank]
+        self.base = 0
+
+    def member(self, i: int) -> int:
+        return self.members[i % self.n]
+
+    def index_of(self, rank: int) -> int:
+        return self._pos[rank]
+
+
 class RingAlgo:
     """``Ring``: 2(N-1) steps of c/N for an all-reduce, N-1 for the others, one packet in flight."""
 
@@ -189,6 +207,16 @@ class HalvingDoublingAlgo(RingAlgo):
             self.offset = int(self.offset * self.mult)
             self.msg = int(self.msg / self.mult)
         self._partner()
+
+
+def base_algorithm(name: str) -> str:
+    """The phase machine a one* algorithm runs (``generate_collective_phase``: OneRing is Ring, OneDirect is
+    AllToAll with its window, OneHalvingDoubling is HalvingDoubling); other names as they are."""
+    if name == "oneRing":
+        return "ring"
+    if name == "oneHalvingDoubling":
+        return "halvingDoubling"
+    return "direct" + name[9:] if name.startswith("oneDirect") else name
 
 
 def make_algorithm(sys: Sys, ctype: str, name: str, ring: LogicalRing, data: int, direction: int) -> Any:
