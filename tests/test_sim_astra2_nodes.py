@@ -223,3 +223,50 @@ def test_more_algorithms_than_dimensions_is_refused(tmp_path: Path, capsys: pyte
     inputs = _setup(tmp_path, {r: [{"id": 0, "comm_type": 0, "comm_size": S}] for r in range(4)},
                     algos=["ring", "ring"])
     assert "2 algorithms for a 1-dimensional network (2.x asserts)" in _cli(inputs, capsys)
+
+
+# ------------------------------------------------------------------ double binary tree
+def _dbt_times(c: int) -> tuple[int, int, int]:
+    """(E, D, P) for a chunk of c bytes: endpoint delay, one fully connected message, a processed bundle's
+    local processing (3 x int(c / local-mem-bw))."""
+    return 10, int(500 + c / BW), 3 * int(c / 1600e9 * 1e9)
+
+
+def test_double_binary_tree_timeline_by_hand(tmp_path: Path) -> None:
+    """4 fully connected NPUs, one chunk: the first tree (RootMax) is leaves 0 and 2 under 1, under the top 3.
+    Leaves: a bundle, up, down, a bundle; 1: both children's processed bundles, up, a processed bundle, down to
+    both; 3: a processed bundle, down. Finishes as the state machine of DoubleBinaryTreeAllReduce gives them."""
+    prog = {r: [{"id": 0, "comm_type": 0, "comm_size": S}] for r in range(4)}
+    e, d, p = _dbt_times(S)
+    got = _finish(_setup(tmp_path, prog, topo=["FullyConnected"], algos=["doubleBinaryTree"],
+                         extra={"preferred-dataset-splits": 1, "active-chunks-per-dimension": 1}))
+    leaf = 5 * e + 4 * d + 3 * p
+    assert got == [leaf, 4 * e + 3 * d + 3 * p, leaf, 3 * e + 2 * d + 2 * p]
+    two = _setup(tmp_path / "two", {r: prog[r] for r in (0, 1)}, topo=["FullyConnected"], npus=[2],
+                 algos=["doubleBinaryTree"], extra={"preferred-dataset-splits": 1, "active-chunks-per-dimension": 1})
+    assert _finish(two) == [3 * e + 2 * d + p, 2 * e + d + p]      # leaf 0 under the top 1
+
+
+def test_double_binary_tree_alternates_its_two_trees(tmp_path: Path) -> None:
+    """Two chunks at once: the second takes the RootMin tree (top 0 over 2, leaves 1 and 3), so every rank is a
+    leaf of one of them and all finish at the leaf's time (with one tree, 1 and 3 would finish earlier)."""
+    prog = {r: [{"id": 0, "comm_type": 0, "comm_size": S}] for r in range(4)}
+    e, d, p = _dbt_times(S // 2)
+    got = _finish(_setup(tmp_path, prog, topo=["FullyConnected"], algos=["doubleBinaryTree"],
+                         extra={"preferred-dataset-splits": 2, "active-chunks-per-dimension": 2}))
+    assert got == [5 * e + 4 * d + 3 * p] * 4
+
+
+def test_double_binary_tree_refusals(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    prog = {r: [{"id": 0, "comm_type": 0, "comm_size": S}] for r in range(6)}
+    odd = _setup(tmp_path / "a", prog, npus=[6], algos=["doubleBinaryTree"])
+    assert "power-of-two" in _cli(odd, capsys)
+    grouped = {r: [{"id": 0, "comm_type": 0, "comm_size": S, "pg_name": "1"}] for r in range(4)}
+    g = tmp_path / "g.json"
+    g.write_text(json.dumps({"1": [0, 1, 2, 3], "2": [0, 1]}))
+    inputs = _setup(tmp_path / "b", grouped, algos=["doubleBinaryTree"])
+    assert _finish(inputs, comm_group=str(g))        # a group of every NPU takes the system's trees
+    grouped[0] = grouped[1] = [{"id": 0, "comm_type": 0, "comm_size": S, "pg_name": "2"}]
+    grouped[2] = grouped[3] = [{"id": 0, "duration_us": 1}]
+    inputs = _setup(tmp_path / "c", grouped, algos=["doubleBinaryTree"])
+    assert "doubleBinaryTree on communicator group 2" in _cli(inputs, capsys, "--astra2-comm-group", str(g))

@@ -31,8 +31,6 @@ V1_NET_KEYS = ("topology-name", "topologies-per-dim", "units-count", "links-coun
                "link-latency", "dimensions-count")
 ALGORITHMS = ("ring", "direct", "halvingDoubling", "doubleBinaryTree", "oneRing", "oneDirect",
               "oneHalvingDoubling")
-#: The algorithms this mode runs (the others are refused, named).
-RUNS = ("ring", "direct", "halvingDoubling", "oneRing", "oneDirect", "oneHalvingDoubling")
 COLLECTIVES = {"all-reduce-implementation": "ALL_REDUCE", "all-gather-implementation": "ALL_GATHER",
                "reduce-scatter-implementation": "REDUCE_SCATTER", "all-to-all-implementation": "ALL_TO_ALL"}
 #: Every key ``Sys::initialize_sys`` and ``CollectiveImplLookup`` read; the others 2.x ignores.
@@ -204,8 +202,6 @@ def load_system(path: str | Path, dims: int, *, confine_to: Path | None = None) 
                 a[:9] if a.startswith("oneDirect") and a[9:].isdigit() else a
             if base not in ALGORITHMS:
                 raise SpecError(f"expected algorithms from {', '.join(ALGORITHMS)}, got {shown(a, 20)}", **where(k))
-            if base not in RUNS:
-                raise SpecError(f"{a}: codesign's 2.x mode runs {', '.join(RUNS)} so far", **where(k))
         one = next((i for i, a in enumerate(v) if a.startswith("one")), None)
         if len(v) > dims:      # GeneralComplexTopology asserts it
             raise SpecError(f"{len(v)} algorithms for a {dims}-dimensional network (2.x asserts); expected one per "

@@ -21,7 +21,18 @@ from typing import Any
 
 from ..errors import SpecError
 from ..sim.events import EventLoop
-from .collectives import ACW, AG, AR, CW, ListRing, LogicalRing, base_algorithm, make_algorithm
+from .collectives import (
+    ACW,
+    AG,
+    AR,
+    CW,
+    BinaryTree,
+    DoubleBinaryTreeAlgo,
+    ListRing,
+    LogicalRing,
+    base_algorithm,
+    make_algorithm,
+)
 from .inputs import Network, System
 from .network import Backend
 
@@ -75,6 +86,8 @@ class Sys:
         self.group_streams: dict[int, int] = {}     # a group's stream ids start at id x 10^6 (CommunicatorGroup)
         self.group_rings: dict[int, ListRing] = {}
         self._topologies: dict[tuple[str, ...], list[tuple[LogicalRing, str]]] = {}
+        self._tree_counter: dict[tuple[str, int], int] = {}
+        self._trees: dict[tuple[str, int], tuple[BinaryTree, BinaryTree]] = {}
         self.rings = []
         stride = 1
         for n in net.npus:
@@ -181,6 +194,21 @@ class Sys:
             out.append((self.rings[d], name))
         return out
 
+    def _tree(self, ctype: str, d: int, ring: LogicalRing) -> BinaryTree:
+        """``DoubleBinaryTreeTopology::get_topology``: the collective type's topology hands out its RootMax and
+        RootMin trees of dimension ``d`` in turn, one per phase built."""
+        if ring.n & (ring.n - 1):
+            raise SpecError(f"doubleBinaryTree on logical dimension {d} of {ring.n} NPUs: expected a power-of-two NPU "
+                            "count (2.x's tree leaves the others out and crashes)", file=self.cfg.path)
+        key = (ctype, d)
+        k = self._tree_counter.get(key, 0)
+        self._tree_counter[key] = k + 1
+        trees = self._trees.get(key)
+        if trees is None:
+            members = [ring.member(i) for i in range(ring.n)]
+            trees = self._trees[key] = (BinaryTree(members, True), BinaryTree(members, False))
+        return trees[k % 2]
+
     def _plan(self, ctype: str, data: int, involved: list[bool], impl: tuple[str, ...]) -> list[Phase]:
         topo = self._topologies.get(impl)
         if topo is None:
@@ -202,7 +230,10 @@ class Sys:
             if name == "halvingDoubling" and (c == "ALL_TO_ALL" or ring.n & (ring.n - 1)):
                 raise SpecError(f"halvingDoubling on logical dimension {d} of {ring.n} NPUs: expected a power-of-two "
                                 "NPU count and no all-to-all (2.x stops on it)", file=self.cfg.path)
-            algo = make_algorithm(self, c, name, ring, data, direction)
+            if name == "doubleBinaryTree":
+                algo: Any = DoubleBinaryTreeAlgo(self, self._tree(ctype, d, ring), data)
+            else:
+                algo = make_algorithm(self, c, name, ring, data, direction)
             out.append(Phase(d, algo, c))
             data = algo.final
         return out
@@ -217,6 +248,10 @@ class Sys:
         if ring.n == 1:
             return []
         name = base_algorithm(self.cfg.group_implementations[ctype])
+        if name == "doubleBinaryTree":
+            raise SpecError(f"doubleBinaryTree on communicator group {gid}: 2.x runs a group on a ring topology, "
+                            "which its tree algorithm cannot use (it crashes); expected ring, direct or "
+                            "halvingDoubling", file=self.cfg.path)
         if name == "halvingDoubling" and (ctype == "ALL_TO_ALL" or ring.n & (ring.n - 1)):
             raise SpecError(f"halvingDoubling on communicator group {gid} of {ring.n} ranks: expected a power-of-two "
                             "group and no all-to-all (2.x stops on it)", file=self.cfg.path)
