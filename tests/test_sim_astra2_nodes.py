@@ -270,3 +270,36 @@ def test_double_binary_tree_refusals(tmp_path: Path, capsys: pytest.CaptureFixtu
     grouped[2] = grouped[3] = [{"id": 0, "duration_us": 1}]
     inputs = _setup(tmp_path / "c", grouped, algos=["doubleBinaryTree"])
     assert "doubleBinaryTree on communicator group 2" in _cli(inputs, capsys, "--astra2-comm-group", str(g))
+
+
+def test_random_programs_of_every_node_kind_finish_or_are_refused(tmp_path: Path) -> None:
+    """benchmarks/astra2_anchors.py --kinds nodes (the generator a rebuilt 2.x is to check): each case finishes
+    on every rank with figures that hang together, or is refused as a SpecError (a hang, or what 2.x crashes
+    on); never another exception."""
+    import importlib.util
+    import random
+    import sys
+
+    from codesign.errors import SpecError
+    spec = importlib.util.spec_from_file_location("astra2_anchors", Path(__file__).parents[1] / "benchmarks" /
+                                                  "astra2_anchors.py")
+    assert spec is not None and spec.loader is not None
+    mod = sys.modules["astra2_anchors"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rng, finished = random.Random(7), 0
+    for i in range(40):
+        case = mod.random_nodes_case(rng, i)
+        folder = tmp_path / case["name"]
+        folder.mkdir()
+        net, system, prefix = mod.write_inputs(case, folder)
+        groups = folder / "groups.json"
+        try:
+            res = simulate_astra2(str(net), str(system), prefix, backend=case["backend"],
+                                  remote_memory=str(folder / "memory.json"),
+                                  comm_group=str(groups) if groups.exists() else None)
+        except SpecError:
+            continue
+        finished += 1
+        for r in res.ranks:
+            assert 0 <= r.compute_ns <= r.finish_ns and r.comm_time_ns <= r.finish_ns and r.overlap_ns >= 0
+    assert finished >= 30
