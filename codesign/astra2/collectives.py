@@ -40,6 +40,24 @@ class LogicalRing:
         return self.member(self.index_of(rank) - direction)
 
 
+class ListRing(LogicalRing):
+    """A communicator group's ring: its ranks in the order the group file lists them (``RingTopology`` built
+    from a list; 2.x does not sort them), ``rank`` one of them."""
+
+    def __init__(self, rank: int, members: tuple[int, ...]) -> None:
+        self.members = members
+        self.n, self.stride = len(members), 0
+        self._pos = {r: i for i, r in enumerate(members)}
+        self.index = self._pos[rank]
+        self.base = 0
+
+    def member(self, i: int) -> int:
+        return self.members[i % self.n]
+
+    def index_of(self, rank: int) -> int:
+        return self._pos[rank]
+
+
 class RingAlgo:
     """``Ring``: 2(N-1) steps of c/N for an all-reduce, N-1 for the others, one packet in flight."""
 
@@ -191,6 +209,16 @@ class HalvingDoublingAlgo(RingAlgo):
         self._partner()
 
 
+def base_algorithm(name: str) -> str:
+    """The phase machine a one* algorithm runs (``generate_collective_phase``: OneRing is Ring, OneDirect is
+    AllToAll with its window, OneHalvingDoubling is HalvingDoubling); other names as they are."""
+    if name == "oneRing":
+        return "ring"
+    if name == "oneHalvingDoubling":
+        return "halvingDoubling"
+    return "direct" + name[9:] if name.startswith("oneDirect") else name
+
+
 def make_algorithm(sys: Sys, ctype: str, name: str, ring: LogicalRing, data: int, direction: int) -> Any:
     """The phase machine of ``name`` (ring, direct, direct<w>, halvingDoubling) for ``data`` bytes."""
     if name == "ring":
@@ -198,3 +226,132 @@ def make_algorithm(sys: Sys, ctype: str, name: str, ring: LogicalRing, data: int
     if name.startswith("direct"):
         return DirectAlgo(sys, ctype, ring, data, direction, int(name[6:]) if name[6:] else -1)
     return HalvingDoublingAlgo(sys, ctype, ring, data)
+
+
+class BinaryTree:
+    """One of the two trees of ``DoubleBinaryTreeTopology`` over ``members`` (a power-of-two count): a top node
+    with one child holding a full subtree, numbered in order (``BinaryTree::build_tree``); RootMax puts the
+    subtree on the left (the top is the last member), RootMin on the right (the top is the first)."""
+
+    def __init__(self, members: list[int], root_max: bool) -> None:
+        n = len(members)
+        depth, tmp = 1, n
+        while tmp > 1:
+            depth, tmp = depth + 1, tmp // 2
+        self.parent: dict[int, int] = {}
+        self.children: dict[int, list[int | None]] = {}
+        ids = iter(members)
+
+        def subtree(d: int) -> tuple[list[Any], int, list[Any]]:     # (left, id, right), in order
+            left = subtree(d - 1) if d > 1 else None
+            me = next(ids)
+            right = subtree(d - 1) if d > 1 else None
+            return [left, me, right]
+        if root_max:
+            sub = subtree(depth - 1)
+            top = [sub, next(ids), None]
+        else:
+            top_id = next(ids)
+            top = [None, top_id, subtree(depth - 1)]
+        self.root = top[1]
+
+        def link(node: list[Any], up: int | None) -> None:
+            left, me, right = node
+            if up is not None:
+                self.parent[me] = up
+            self.children[me] = [None if left is None else left[1], None if right is None else right[1]]
+            for c in (left, right):
+                if c is not None:
+                    link(c, me)
+        link(top, None)
+
+    def kind(self, rank: int) -> str:
+        if rank not in self.parent:
+            return "root"
+        return "leaf" if self.children[rank] == [None, None] else "intermediate"
+
+
+class DoubleBinaryTreeAlgo:
+    """``DoubleBinaryTreeAllReduce`` (every collective type given doubleBinaryTree runs it): the whole chunk goes
+    up the tree, reduced at each inner node (a processed bundle per child's message), and back down; the
+    leaves' bundles carry no processing; the phase ends where a node sent its last message."""
+
+    def __init__(self, sys: Sys, tree: BinaryTree, data: int) -> None:
+        self.sys, self.data, self.final = sys, data, data
+        self.rank = sys.rank
+        self.type = tree.kind(self.rank)
+        self.parent = tree.parent.get(self.rank, -1)
+        self.left, self.right = tree.children[self.rank]
+        self.state = "begin"
+        self.reductions = 0
+        self.stream: Stream | None = None
+
+    def _tag(self) -> tuple[str, int]:
+        assert self.stream is not None
+        return ("c", self.stream.sid % 500_000_000)
+
+    def _send(self, to: int) -> None:
+        self.sys.backend.send(self.rank, to, self.data, self._tag())
+
+    def _recv(self, frm: int) -> None:
+        stream = self.stream
+        self.sys.backend.recv(self.rank, frm, self.data, self._tag(), lambda: self.sys._received(stream))
+
+    def _bundle(self, processed: bool) -> None:
+        self.sys.bundle(self.stream, processed, self.data)
+
+    def _exit(self) -> None:
+        assert self.stream is not None
+        self.sys.proceed(self.stream)
+
+    def run(self, event: str) -> None:
+        st, t = self.state, self.type
+        if t == "leaf":
+            if st == "begin":
+                self._bundle(False)
+                self.state = "to_parent"
+            elif st == "to_parent":
+                self._send(self.parent)
+                self._recv(self.parent)
+                self.state = "from_parent"
+            elif st == "from_parent":
+                self._bundle(False)
+                self.state = "end"
+            elif st == "end":
+                self._exit()
+        elif t == "intermediate":
+            if st == "begin":
+                self.state = "two_children"
+                self._recv(self.left)
+                self._recv(self.right)
+            elif st == "two_children" and event == "received":
+                self._bundle(True)
+                self.state = "one_child"
+            elif st == "one_child" and event == "received":
+                self._bundle(True)
+                self.state = "to_parent"
+            elif self.reductions < 1 and event == "general":
+                self.reductions += 1
+            elif st == "to_parent":
+                self.state = "from_parent"
+                self._send(self.parent)
+                self._recv(self.parent)
+            elif st == "from_parent" and event == "received":
+                self._bundle(True)
+                self.state = "to_children"
+            elif st == "to_children":
+                self._send(self.left)
+                self._send(self.right)
+                self._exit()
+        else:
+            only = self.left if self.left is not None else self.right
+            assert only is not None
+            if st == "begin":
+                self.state = "one_child"
+                self._recv(only)
+            elif st == "one_child":
+                self._bundle(True)
+                self.state = "to_children"
+            elif st == "to_children":
+                self._send(only)
+                self._exit()

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputWarning, SpecError, shown
 from ..spec.files import parse_json, read_user_file
 from ..spec.yamlfile import load_yaml
+from .memory import RemoteMemory
 
 TOPOLOGIES = ("Ring", "FullyConnected", "Switch")
 NET_KEYS = ("topology", "npus_count", "bandwidth", "latency")
@@ -30,8 +31,6 @@ V1_NET_KEYS = ("topology-name", "topologies-per-dim", "units-count", "links-coun
                "link-latency", "dimensions-count")
 ALGORITHMS = ("ring", "direct", "halvingDoubling", "doubleBinaryTree", "oneRing", "oneDirect",
               "oneHalvingDoubling")
-#: The algorithms this mode runs (the others are refused, named).
-RUNS = ("ring", "direct", "halvingDoubling")
 COLLECTIVES = {"all-reduce-implementation": "ALL_REDUCE", "all-gather-implementation": "ALL_GATHER",
                "reduce-scatter-implementation": "REDUCE_SCATTER", "all-to-all-implementation": "ALL_TO_ALL"}
 #: Every key ``Sys::initialize_sys`` and ``CollectiveImplLookup`` read; the others 2.x ignores.
@@ -79,6 +78,10 @@ class System:
     roofline: bool
     peak_perf_tflops: float
     path: str = ""
+    #: per collective, the algorithm of a communicator group smaller than the system: 2.x runs such a group as
+    #: one logical ring (``CommunicatorGroup::get_collective_plan``) with the list's only algorithm, or ring when
+    #: the list names more than one
+    group_implementations: dict[str, str] = field(default_factory=dict)
 
 
 def _line(text: str, key: str) -> int | None:
@@ -183,6 +186,7 @@ def load_system(path: str | Path, dims: int, *, confine_to: Path | None = None) 
             raise SpecError(f"expected a number >= 0, got {shown(v, 20)}", **where(k))
         return float(v)
     impls: dict[str, tuple[str, ...]] = {}
+    group_impls: dict[str, str] = {}
     for k, ctype in COLLECTIVES.items():
         if k + "-custom" in doc:
             raise SpecError("custom collectives (a Chakra trace per collective) are not simulated by codesign yet; "
@@ -194,15 +198,19 @@ def load_system(path: str | Path, dims: int, *, confine_to: Path | None = None) 
             raise SpecError(f"expected a list of algorithm names, one per dimension, such as [\"ring\"], got "
                             f"{shown(v, 30)}", **where(k))
         for a in v:
-            base = a[:6] if a.startswith("direct") and a[6:].isdigit() else a
+            base = a[:6] if a.startswith("direct") and a[6:].isdigit() else \
+                a[:9] if a.startswith("oneDirect") and a[9:].isdigit() else a
             if base not in ALGORITHMS:
                 raise SpecError(f"expected algorithms from {', '.join(ALGORITHMS)}, got {shown(a, 20)}", **where(k))
-            if base not in RUNS:
-                raise SpecError(f"{a}: codesign's 2.x mode runs {', '.join(RUNS)} so far", **where(k))
-        if len(v) < dims:
-            raise SpecError(f"{len(v)} algorithm(s) for a {dims}-dimensional network; expected one per dimension",
-                            **where(k))
-        impls[ctype] = tuple(v[:dims])
+        one = next((i for i, a in enumerate(v) if a.startswith("one")), None)
+        if len(v) > dims:      # GeneralComplexTopology asserts it
+            raise SpecError(f"{len(v)} algorithms for a {dims}-dimensional network (2.x asserts); expected one per "
+                            "dimension", **where(k))
+        if len(v) < dims and one is None:
+            raise SpecError(f"{len(v)} algorithm(s) for a {dims}-dimensional network; expected one per dimension, "
+                            "or a oneRing / oneDirect / oneHalvingDoubling that spans the rest", **where(k))
+        impls[ctype] = tuple(v if one is None else v[:one + 1])
+        group_impls[ctype] = v[0] if len(v) == 1 else "ring"
     if integer("model-shared-bus", 0, 0):
         raise SpecError("the LogGP shared bus (model-shared-bus: 1) is not simulated by codesign's 2.x mode yet; "
                         "expected 0", **where("model-shared-bus"))
@@ -217,7 +225,7 @@ def load_system(path: str | Path, dims: int, *, confine_to: Path | None = None) 
         implementations=impls,
         collective_optimization=choice("collective-optimization", ("baseline", "localBWAware"), None),
         local_mem_bw=number("local-mem-bw"), roofline=doc.get("roofline-enabled", 0) not in (0, False),
-        peak_perf_tflops=number("peak-perf"), path=file)
+        peak_perf_tflops=number("peak-perf"), path=file, group_implementations=group_impls)
 
 
 def load_comm_groups(path: str | Path | None, npus: int, *,
@@ -234,6 +242,9 @@ def load_comm_groups(path: str | Path | None, npus: int, *,
         w = {"file": file, "path": k, "line": _line(text, k)}
         if not k.isdigit():
             raise SpecError("expected a whole-number group id (2.x reads it with stoi)", **w)
+        if int(k) == 0:
+            raise SpecError("group id 0 is the whole system in 2.x (a group file's 0 fails its assertion); expected "
+                            "an id >= 1", **w)
         if not isinstance(v, list) or not v or not all(isinstance(r, int) and not isinstance(r, bool)
                                                        and 0 <= r < npus for r in v):
             raise SpecError(f"expected a non-empty list of ranks from 0 to {npus - 1}, got {shown(v, 30)}", **w)
@@ -243,14 +254,34 @@ def load_comm_groups(path: str | Path | None, npus: int, *,
     return out
 
 
-def load_remote_memory(path: str | Path | None, *, confine_to: Path | None = None) -> str:
-    """The remote-memory JSON's ``memory-type``; only NO_MEMORY_EXPANSION is simulated."""
+MEMORY_TYPES = ("NO_MEMORY_EXPANSION", "PER_NPU_MEMORY_EXPANSION", "PER_NODE_MEMORY_EXPANSION", "MEMORY_POOL")
+
+
+def load_remote_memory(path: str | Path | None, *, confine_to: Path | None = None) -> RemoteMemory:
+    """The remote-memory JSON as astra-memory-analytical reads it (its numbers are whole: 2.x stores them in
+    unsigned 64-bit integers, so a fraction is cut off); without a file, no memory expansion."""
     if path is None:
-        return "NO_MEMORY_EXPANSION"
+        return RemoteMemory()
     file = str(path)
     doc, text = _json(path, "remote-memory JSON file", confine_to)
-    mt = doc.get("memory-type") if isinstance(doc, dict) else None
-    if mt != "NO_MEMORY_EXPANSION":
-        raise SpecError(f"expected memory-type NO_MEMORY_EXPANSION (codesign's 2.x mode has no remote memory yet), "
-                        f"got {shown(mt, 30)}", file=file, path="memory-type", line=_line(text, "memory-type"))
-    return str(mt)
+    if not isinstance(doc, dict):
+        raise SpecError('expected a JSON object such as {"memory-type": "NO_MEMORY_EXPANSION"}', file=file)
+
+    def where(k: str) -> dict[str, Any]:
+        return {"file": file, "path": k, "line": _line(text, k)}
+    mt = doc.get("memory-type")
+    if mt not in MEMORY_TYPES:
+        raise SpecError(f"expected one of {', '.join(MEMORY_TYPES)}, got {shown(mt, 30)}", **where("memory-type"))
+    if mt == "NO_MEMORY_EXPANSION":
+        return RemoteMemory(path=file)
+
+    def whole(k: str, lo: int) -> int:
+        v = doc.get(k, 0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or int(v) < lo:
+            raise SpecError(f"expected a number >= {lo} ({mt} reads it as a whole number), got {shown(v, 20)}",
+                            **where(k))
+        return int(v)
+    nodes = per = 0
+    if mt == "PER_NODE_MEMORY_EXPANSION":
+        nodes, per = whole("num-nodes", 1), whole("num-npus-per-node", 1)
+    return RemoteMemory(str(mt), whole("remote-mem-latency", 0), whole("remote-mem-bw", 1), nodes, per, file)

@@ -21,7 +21,18 @@ from typing import Any
 
 from ..errors import SpecError
 from ..sim.events import EventLoop
-from .collectives import ACW, AG, AR, CW, LogicalRing, make_algorithm
+from .collectives import (
+    ACW,
+    AG,
+    AR,
+    CW,
+    BinaryTree,
+    DoubleBinaryTreeAlgo,
+    ListRing,
+    LogicalRing,
+    base_algorithm,
+    make_algorithm,
+)
 from .inputs import Network, System
 from .network import Backend
 
@@ -72,6 +83,11 @@ class Sys:
         self.threshold = system.active_chunks     # one queue per dimension (2.x's num-queues-per-dim default)
         self.priority_counter = 0
         self.num_streams = 0
+        self.group_streams: dict[int, int] = {}     # a group's stream ids start at id x 10^6 (CommunicatorGroup)
+        self.group_rings: dict[int, ListRing] = {}
+        self._topologies: dict[tuple[str, ...], list[tuple[LogicalRing, str]]] = {}
+        self._tree_counter: dict[tuple[str, int], int] = {}
+        self._trees: dict[tuple[str, int], tuple[BinaryTree, BinaryTree]] = {}
         self.rings = []
         stride = 1
         for n in net.npus:
@@ -119,16 +135,19 @@ class Sys:
         return int(nbytes / self._mem_bw * 1e9)
 
     def send_recv(self, stream: Stream, to: int, frm: int, nbytes: int) -> None:
-        self.backend.send(self.rank, to, nbytes, ("c", stream.sid))
-        self.backend.recv(self.rank, frm, nbytes, ("c", stream.sid), lambda: self._received(stream))
+        tag = ("c", stream.sid % 500_000_000)        # 2.x's COLLECTIVE tag range has 5 x 10^8 values
+        self.backend.send(self.rank, to, nbytes, tag)
+        self.backend.recv(self.rank, frm, nbytes, tag, lambda: self._received(stream))
 
     def _received(self, stream: Stream) -> None:
         assert stream.phase is not None
         stream.phase.algo.run("received")
 
     # ------------------------------------------------------------ collectives
-    def generate(self, ctype: str, size: int, involved: list[bool], notify: Callable[[int], None]) -> DataSet:
-        """``Sys::generate_collective`` for one NPU: chunks, their phases, the ready list."""
+    def generate(self, ctype: str, size: int, involved: list[bool], notify: Callable[[int], None],
+                 group: tuple[int, tuple[int, ...]] | None = None) -> DataSet:
+        """``Sys::generate_collective`` for one NPU: chunks, their phases, the ready list; ``group``: the
+        communicator group (id, ranks) of the collective, None for the whole system."""
         cfg = self.cfg
         chunk = size // cfg.splits
         if ctype != AG and self.total > chunk:
@@ -146,23 +165,58 @@ class Sys:
         while size > 0:
             count += 1
             size = 0 if chunk > size else size - chunk
-            phases = self._plan(ctype, chunk, involved, impl)
+            if group is not None and len(group[1]) < self.total:
+                phases = self._group_plan(ctype, chunk, group)
+            else:      # a group of every NPU takes the system's plan, every dimension involved
+                phases = self._plan(ctype, chunk, involved if group is None else [True] * 10, impl)
             if not phases:
                 raise SpecError(f"a {ctype} that spans no dimension of more than one NPU (2.x never finishes it)",
                                 file=cfg.path)
-            sid = self.num_streams
-            self.num_streams += 1
+            if group is None:
+                sid = self.num_streams
+                self.num_streams += 1
+            else:
+                sid = self.group_streams.get(group[0], group[0] * 1_000_000)
+                self.group_streams[group[0]] = sid + 1
             stream = Stream(sid, pri, ds, phases)
             self._proceed_first(stream)
         ds.total = count
         return ds
 
+    def _topology(self, impl: tuple[str, ...]) -> list[tuple[LogicalRing, str]]:
+        """``GeneralComplexTopology``: a ring per dimension with its algorithm, up to the first one* algorithm,
+        which is one ring of every NPU (offset 1) and the last logical dimension."""
+        out: list[tuple[LogicalRing, str]] = []
+        for d, name in enumerate(impl):
+            if name.startswith("one"):
+                out.append((LogicalRing(self.rank, self.total, 1), base_algorithm(name)))
+                return out
+            out.append((self.rings[d], name))
+        return out
+
+    def _tree(self, ctype: str, d: int, ring: LogicalRing) -> BinaryTree:
+        """``DoubleBinaryTreeTopology::get_topology``: the collective type's topology hands out its RootMax and
+        RootMin trees of dimension ``d`` in turn, one per phase built."""
+        if ring.n & (ring.n - 1):
+            raise SpecError(f"doubleBinaryTree on logical dimension {d} of {ring.n} NPUs: expected a power-of-two NPU "
+                            "count (2.x's tree leaves the others out and crashes)", file=self.cfg.path)
+        key = (ctype, d)
+        k = self._tree_counter.get(key, 0)
+        self._tree_counter[key] = k + 1
+        trees = self._trees.get(key)
+        if trees is None:
+            members = [ring.member(i) for i in range(ring.n)]
+            trees = self._trees[key] = (BinaryTree(members, True), BinaryTree(members, False))
+        return trees[k % 2]
+
     def _plan(self, ctype: str, data: int, involved: list[bool], impl: tuple[str, ...]) -> list[Phase]:
-        dims = len(self.net.npus)
-        order = list(range(dims))
+        topo = self._topologies.get(impl)
+        if topo is None:
+            topo = self._topologies[impl] = self._topology(impl)
+        order = list(range(len(topo)))
         if ctype == AG:
             order.reverse()
-        live = [d for d in order if self.net.npus[d] > 1 and involved[d]]
+        live = [d for d in order if topo[d][0].n > 1 and involved[d]]
         steps: list[tuple[str, int, int]] = []
         if ctype != AR or self.cfg.collective_optimization == "baseline":
             steps = [(ctype, d, CW) for d in live]
@@ -172,14 +226,36 @@ class Sys:
                 [(AG, d, ACW) for d in reversed(live[:-1])]
         out = []
         for c, d, direction in steps:
-            name = impl[d]
-            if name == "halvingDoubling" and (c == "ALL_TO_ALL" or self.net.npus[d] & (self.net.npus[d] - 1)):
-                raise SpecError(f"halvingDoubling on dimension {d}: expected a power-of-two NPU count and no "
-                                "all-to-all (2.x stops on it)", file=self.cfg.path)
-            algo = make_algorithm(self, c, name, self.rings[d], data, direction)
+            ring, name = topo[d]
+            if name == "halvingDoubling" and (c == "ALL_TO_ALL" or ring.n & (ring.n - 1)):
+                raise SpecError(f"halvingDoubling on logical dimension {d} of {ring.n} NPUs: expected a power-of-two "
+                                "NPU count and no all-to-all (2.x stops on it)", file=self.cfg.path)
+            if name == "doubleBinaryTree":
+                algo: Any = DoubleBinaryTreeAlgo(self, self._tree(ctype, d, ring), data)
+            else:
+                algo = make_algorithm(self, c, name, ring, data, direction)
             out.append(Phase(d, algo, c))
             data = algo.final
         return out
+
+    def _group_plan(self, ctype: str, data: int, group: tuple[int, tuple[int, ...]]) -> list[Phase]:
+        """A group smaller than the system: one phase on a logical ring of its ranks, in dimension 0's queue,
+        clockwise (``CommunicatorGroup::get_collective_plan``: one dimension, every collective type as is)."""
+        gid, members = group
+        ring = self.group_rings.get(gid)
+        if ring is None:
+            ring = self.group_rings[gid] = ListRing(self.rank, members)
+        if ring.n == 1:
+            return []
+        name = base_algorithm(self.cfg.group_implementations[ctype])
+        if name == "doubleBinaryTree":
+            raise SpecError(f"doubleBinaryTree on communicator group {gid}: 2.x runs a group on a ring topology, "
+                            "which its tree algorithm cannot use (it crashes); expected ring, direct or "
+                            "halvingDoubling", file=self.cfg.path)
+        if name == "halvingDoubling" and (ctype == "ALL_TO_ALL" or ring.n & (ring.n - 1)):
+            raise SpecError(f"halvingDoubling on communicator group {gid} of {ring.n} ranks: expected a power-of-two "
+                            "group and no all-to-all (2.x stops on it)", file=self.cfg.path)
+        return [Phase(0, make_algorithm(self, ctype, name, ring, data, CW), ctype)]
 
     def _insert(self, q: list[Stream], s: Stream) -> None:
         i = 0

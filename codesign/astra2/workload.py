@@ -19,11 +19,16 @@ from ..sim.events import EventLoop
 from ..spec.files import read_user_bytes
 from ..workload.chakra_wire import COMM_TYPES, NODE_TYPES, Node, WireError, decode
 from .inputs import Network, System
+from .memory import MemoryModel, RemoteMemory
 from .network import Backend
 from .system import Sys
 
-COMP, COLL = 4, 7
-RUNS_NODES = {1: "METADATA_NODE", 0: "INVALID_NODE", COMP: "COMP_NODE", COLL: "COMM_COLL_NODE"}
+MEM_LOAD, MEM_STORE, COMP, SEND, RECV, COLL = 2, 3, 4, 5, 6, 7
+RUNS_NODES = {1: "METADATA_NODE", 0: "INVALID_NODE", COMP: "COMP_NODE", COLL: "COMM_COLL_NODE", SEND: "COMM_SEND_NODE",
+              RECV: "COMM_RECV_NODE", MEM_LOAD: "MEM_LOAD_NODE", MEM_STORE: "MEM_STORE_NODE"}
+COMM_NODES = (COLL, SEND, RECV)
+#: 2.x's front end maps a workload's own tag into [0, 500,000,000) (``Sys::front_end_sim_send``, NATIVE)
+NATIVE_TAGS = 500_000_000
 TIMED = ("ALL_REDUCE", "ALL_GATHER", "REDUCE_SCATTER", "ALL_TO_ALL")
 
 
@@ -56,8 +61,74 @@ def _attr(node: Node, name: str, default: Any = None) -> Any:
     return default if a is None else a.value
 
 
-def read_trace(prefix: str, rank: int, dims: int, *, confine_to: Path | None = None) -> dict[int, Node]:
-    """``PREFIX.<rank>.et`` as nodes by id, checked for what the mode runs."""
+def _whole(n: Node, name: str, lo: int, hi: int | None = None) -> int | None:
+    v = _attr(n, name)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
+        raise ValueError(f"{name}: expected a whole number from {lo}" + (f" to {hi}" if hi is not None else "") +
+                         f", got {v!r}")
+    return v
+
+
+def _check_p2p_or_memory(n: Node, rank: int, npus: int) -> str | None:
+    """What is wrong with a send, receive or memory node for 2.x (which throws, asserts or hangs on it), or None."""
+    try:
+        if n.type in (MEM_LOAD, MEM_STORE):
+            return "tensor_size: missing; a memory node moves tensor_size bytes" \
+                if _whole(n, "tensor_size", 0) is None else None
+        size = _whole(n, "comm_size", 1)
+        tag = _whole(n, "comm_tag", 0, 2**31 - 1)    # 2.x passes it as a signed 32-bit tag, asserted >= 0
+        me, peer = ("comm_src", "comm_dst") if n.type == SEND else ("comm_dst", "comm_src")
+        mine = _whole(n, me, 0)
+        other = _whole(n, peer, 0, npus - 1)
+    except ValueError as e:
+        return str(e)
+    what = "send" if n.type == SEND else "receive"
+    if size is None:
+        return "comm_size: missing; expected the bytes to " + what
+    if tag is None:
+        return "comm_tag: missing; 2.x matches a send and a receive by tag, peers and size"
+    if other is None:
+        return f"{peer}: missing; expected the rank to {what} {'to' if n.type == SEND else 'from'}"
+    if mine is not None and mine != rank:
+        return f"{me}: {mine}, but this is rank {rank}'s trace (2.x throws: a {what} is issued by its own rank)"
+    if other == rank:
+        return f"{peer}: {other}: a {what} to itself (2.x's network asserts against it)"
+    return None
+
+
+def group_of(n: Node) -> int | None:
+    """The communicator group a collective node names (``pg_name``); None for the whole system ("" or "0")."""
+    pg = _attr(n, "pg_name", "")
+    return None if pg in ("", "0", None) else int(str(pg).strip())
+
+
+def _check_group(n: Node, rank: int, groups: dict[str, tuple[int, ...]]) -> str | None:
+    """What 2.x stops on in a collective's ``pg_name`` (``Workload::extract_comm_group``, ``RingTopology``)."""
+    pg = _attr(n, "pg_name", "")
+    try:
+        gid = group_of(n)
+    except ValueError:
+        return f"pg_name {pg!r}: expected a whole-number communicator group id (2.x reads it with stoi)"
+    if gid is None:
+        return None
+    members = groups.get(str(gid))
+    if members is None:
+        return (f"pg_name {pg!r}: communicator group {gid} not found (2.x exits); give it in --astra2-comm-group"
+                if groups else f"pg_name {pg!r}: a communicator group, but no --astra2-comm-group file is given "
+                "(2.x exits: group not found)")
+    if rank not in members:
+        return f"pg_name {pg!r}: communicator group {gid} does not list rank {rank} (2.x's ring asserts against it)"
+    return None
+
+
+def read_trace(prefix: str, rank: int, dims: int, *, npus: int | None = None,
+               groups: dict[str, tuple[int, ...]] | None = None,
+               confine_to: Path | None = None) -> dict[int, Node]:
+    """``PREFIX.<rank>.et`` as nodes by id, checked for what the mode runs (``npus``: the network's NPUs;
+    ``groups``: the communicator groups by id)."""
+    groups = groups or {}
     file = f"{prefix}.{rank}.et"
     if not Path(file).is_file():
         raise SpecError(f"no trace {Path(file).name} (2.x reads one PREFIX.<rank>.et per NPU of the network)",
@@ -77,6 +148,13 @@ def read_trace(prefix: str, rank: int, dims: int, *, confine_to: Path | None = N
         if _attr(n, "is_cpu_op") is None:
             raise SpecError(f"{where}: is_cpu_op: missing; ASTRA-sim 2.x reads it on every node (its resource "
                             "check stops without it)", file=file)
+        if n.type in COMM_NODES and _attr(n, "is_cpu_op"):
+            raise SpecError(f"{where}: is_cpu_op: true on a communication node (2.x throws 'Comm node should not be "
+                            "on CPU'); expected false", file=file)
+        if n.type in (SEND, RECV, MEM_LOAD, MEM_STORE):
+            bad = _check_p2p_or_memory(n, rank, npus if npus is not None else rank + 2)
+            if bad:
+                raise SpecError(f"{where}: {bad}", file=file)
         if n.type == COLL:
             ct = _attr(n, "comm_type")
             ct = COMM_TYPES.get(ct, ct) if isinstance(ct, int) else ct
@@ -91,10 +169,9 @@ def read_trace(prefix: str, rank: int, dims: int, *, confine_to: Path | None = N
             if inv is None and dims > 4:
                 raise SpecError(f"{where}: involved_dim: missing on a {dims}-dimensional network (2.x assumes 4)",
                                 file=file)
-            pg = _attr(n, "pg_name", "")
-            if pg not in ("", "0", None):
-                raise SpecError(f"{where}: pg_name {pg!r}: communicator groups other than the whole system are not "
-                                "simulated by codesign's 2.x mode yet", file=file)
+            bad = _check_group(n, rank, groups)
+            if bad:
+                raise SpecError(f"{where}: {bad}", file=file)
         nodes[n.id] = n
     for n in nodes.values():
         for d in (*n.data_deps, *n.ctrl_deps):
@@ -107,8 +184,10 @@ def read_trace(prefix: str, rank: int, dims: int, *, confine_to: Path | None = N
 class Workload:
     """One NPU's trace being run."""
 
-    def __init__(self, sys: Sys, nodes: dict[int, Node], result: RankResult) -> None:
-        self.sys, self.nodes, self.res = sys, nodes, result
+    def __init__(self, sys: Sys, nodes: dict[int, Node], result: RankResult, memory: MemoryModel | None = None,
+                 groups: dict[str, tuple[int, ...]] | None = None) -> None:
+        self.sys, self.nodes, self.res, self.memory = sys, nodes, result, memory
+        self.groups = groups or {}
         self.parents = {i: set((*n.data_deps, *n.ctrl_deps)) for i, n in nodes.items()}
         self.children: dict[int, list[int]] = {i: [] for i in nodes}
         for i, ps in self.parents.items():
@@ -128,8 +207,12 @@ class Workload:
         self.call(None)
 
     def _available(self, n: Node) -> bool:
+        """``HardwareResource::is_available``: a receive never waits; sends, collectives and memory nodes share
+        the one communication slot."""
         if self._is_cpu(n):
             return not self.cpu_busy
+        if n.type == RECV:
+            return True
         return not (self.comp_busy if n.type == COMP else self.comm_busy)
 
     def _occupy(self, n: Node, busy: bool) -> None:
@@ -137,7 +220,7 @@ class Workload:
             self.cpu_busy = busy
         elif n.type == COMP:
             self.comp_busy = busy
-        else:
+        elif n.type != RECV:
             self.comm_busy = busy
 
     def issue_free(self) -> None:
@@ -171,9 +254,26 @@ class Workload:
             ct = COMM_TYPES.get(ct, ct) if isinstance(ct, int) else ct
             inv = _attr(n, "involved_dim")
             inv = [bool(x) for x in inv] if inv is not None else [True] * 4
-            self.sys.generate(ct, int(_attr(n, "comm_size")), inv, lambda _t, i=n.id: self._coll_done(i))
+            gid = group_of(n)
+            group = None if gid is None else (gid, self.groups[str(gid)])
+            self.sys.generate(ct, int(_attr(n, "comm_size")), inv, lambda _t, i=n.id: self._coll_done(i), group)
+        elif n.type in (SEND, RECV):
+            self._point_to_point(n)
+        elif n.type in (MEM_LOAD, MEM_STORE):
+            assert self.memory is not None
+            self.memory.issue(self.sys, int(_attr(n, "tensor_size")), n.id, self.call)
         else:  # invalid and metadata nodes: done at once, their children issued at the next call
             self._skip(n)
+
+    def _point_to_point(self, n: Node) -> None:
+        """``issue_send_comm`` / ``issue_recv_comm``: straight to the network (no endpoint delay); a send is done
+        when its message arrived, a receive when the message did and it was posted (at once if it came first)."""
+        size, tag = int(_attr(n, "comm_size")), ("n", int(_attr(n, "comm_tag")) % NATIVE_TAGS)
+        me, backend = self.sys.rank, self.sys.backend
+        if n.type == SEND:
+            backend.send(me, int(_attr(n, "comm_dst")), size, tag, lambda i=n.id: self.call(i))
+        else:
+            backend.recv(me, int(_attr(n, "comm_src")), size, tag, lambda i=n.id: self.call(i))
 
     def _skip(self, n: Node) -> None:
         self._finish(n.id)
@@ -205,7 +305,7 @@ class Workload:
         r = self.res
         r.finish_ns = self.sys.loop.now
         gpu = [(self.start[i], self.end[i]) for i, n in self.nodes.items() if n.type == COMP and not self._is_cpu(n)]
-        comm = [(self.start[i], self.end[i]) for i, n in self.nodes.items() if n.type == COLL]
+        comm = [(self.start[i], self.end[i]) for i, n in self.nodes.items() if n.type in COMM_NODES]
         r.gpu_time_ns, r.comm_time_ns = _union(gpu), _union(comm)
         r.overlap_ns = max(0, r.gpu_time_ns + r.comm_time_ns - max(self.end.values(), default=0)) if gpu and comm \
             else 0
@@ -227,17 +327,21 @@ def _union(intervals: list[tuple[int, int]]) -> int:
     return total + (cur[1] - cur[0] if cur is not None else 0)
 
 
-def run(net: Network, system: System, traces: list[dict[int, Node]], *, aware: bool) -> tuple[list[RankResult], int]:
+def run(net: Network, system: System, traces: list[dict[int, Node]], *, aware: bool,
+        memory: RemoteMemory | None = None,
+        groups: dict[str, tuple[int, ...]] | None = None) -> tuple[list[RankResult], int]:
     """Every NPU of ``net`` runs its trace on one event loop; (per-rank results, events processed)."""
     loop = EventLoop()
     backend = Backend(loop, net, aware)
+    mem = MemoryModel(memory or RemoteMemory())
     results = [RankResult(r) for r in range(net.total)]
-    loads = [Workload(Sys(r, loop, net, system, backend), traces[r], results[r]) for r in range(net.total)]
+    loads = [Workload(Sys(r, loop, net, system, backend), traces[r], results[r], mem, groups)
+             for r in range(net.total)]
     for w in loads:
         w.fire()
     loop.run()
     stuck = [w.res.rank for w in loads if not w.finished]
     if stuck:
-        raise SpecError(f"rank {stuck[0]} never finishes: its trace waits for a collective the other ranks do not "
-                        f"issue the same way ({len(stuck)} rank(s) stuck, as 2.x would hang)")
+        raise SpecError(f"rank {stuck[0]} never finishes: its trace waits for a collective or a message the other "
+                        f"ranks do not issue the same way ({len(stuck)} rank(s) stuck, as 2.x would hang)")
     return results, loop.events
