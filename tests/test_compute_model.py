@@ -44,7 +44,8 @@ def test_kernel_flops_add_up_to_the_builders(kw):
         d = step.demand
         got = sum(k.flops * k.count for k in d.kernels)
         assert got == pytest.approx(d.flops or 0.0, rel=1e-12, abs=1e-6), step.name
-        assert bool(d.kernels) == bool(d.flops or d.hbm_bytes), step.name
+        work = [k for k in d.kernels if k.kind != "exchange"]   # an exchange's host part has no work
+        assert bool(work) == bool(d.flops or d.hbm_bytes), step.name
 
 
 def test_gemm_by_hand():
@@ -192,7 +193,7 @@ def test_fit_compute_recovers_a_known_model(tmp_path):
     """Runs 'measured' by codesign itself at a known compute model: the fit starting elsewhere finds it."""
     cl, gpu = platform_of("vtrain-a100")
     truth = dataclasses.replace(gpu.compute_model, gemm_efficiency=0.7, memory_efficiency=0.5,
-                                kernel_overhead_s=4e-6, host_overhead_s=30e-6)
+                                kernel_overhead_s=4e-6, host_overhead_s=30e-6, exchange_overhead_s=300e-6)
     shapes = [(2, 1, 2, 1, 1024, 2), (4, 2, 2, 1, 2048, 2), (4, 1, 2, 2, 1024, 4), (8, 4, 2, 1, 2048, 2),
               (2, 2, 1, 1, 1024, 4), (8, 2, 1, 4, 2048, 4)]
     lines = []
@@ -207,10 +208,12 @@ def test_fit_compute_recovers_a_known_model(tmp_path):
     start = dataclasses.replace(gpu, compute_model=dataclasses.replace(truth, gemm_efficiency=0.9,
                                                                        memory_efficiency=0.8,
                                                                        kernel_overhead_s=1e-6,
-                                                                       host_overhead_s=10e-6))
+                                                                       host_overhead_s=10e-6,
+                                                                       exchange_overhead_s=0.0))
     fit = fit_compute(measured, cl, start, iterations=12)
     assert max(abs(e) for e in fit.errors) < 0.01
     assert fit.model.gemm_efficiency == pytest.approx(0.7, rel=0.05)
+    assert fit.model.exchange_overhead_s == pytest.approx(300e-6, rel=0.1)   # from zero, the start's
 
 
 # ---------------------------------------------------------------------------------------------- accuracy
@@ -323,6 +326,50 @@ def test_interleaving_shrinks_the_bubble_by_v(p, v):
     stage = (layers // p) * sum(_roofline(x.forward) + _roofline(x.input_grad + x.weight_grad)
                                 for x in (b["attention"], b["mlp"]))
     assert t1 - tv == pytest.approx((p - 1) * (1 - 1 / v) * stage, rel=1e-9)
+
+
+@pytest.mark.parametrize("p, m, v", [(2, 4, 1), (2, 8, 1), (4, 8, 1), (4, 8, 2)])
+def test_each_blocking_exchange_costs_the_host_once(p, m, v):
+    """By hand from Megatron's 1F1B on the representative (last) stage: m - 1 steady exchanges
+    (send_backward_recv_forward), one to drain to the stage below, the p - 2 interior stages' sends down the
+    drain, the p - 1 sends up the fill, and with p >= 3 the m - 2 interior exchanges beside the head: each runs
+    v chunks' transfers. Each costs the host ``exchange_overhead`` with the GPU idle, all on the critical path
+    on links of no cost, so the period grows by their count times the overhead."""
+    from codesign.platform.topology import Dim
+    layers = p * v * 2
+    kw = dict(layers=layers, hidden=256, heads=4, seq_len=128, vocab=1000, micro_batch=1, global_batch=m,
+              tensor_parallel=1, pipeline_parallel=p, data_parallel=1, tensor_dims=(), pipeline_dims=(0,),
+              data_dims=(), recompute="none", virtual_stages=v)
+    w = llm(**kw)
+    count = sum(k.count for st in w.program for k in st.demand.kernels + tuple(
+        kr for i in st.issues for kr in i.kernels) if k.kind == "exchange")
+    interior = (m - 2) * v if p >= 3 else 0
+    assert count == (m - 1) * v + 1 + (p - 2) + (p - 1) + interior
+    dims = [Dim("pp", "switch", p, 1, 1e30, 0.0)]
+    x = 1e-3
+    model = dataclasses.replace(A100, exchange_overhead_s=x)
+    fast = NPU(compute_model=A100)
+    slow = NPU(compute_model=model)
+    t0 = _period(price(w, A100, fast.hbm_bandwidth), dims, fast)
+    t1 = _period(price(w, model, slow.hbm_bandwidth), dims, slow)
+    steady = (m - 1) * v + 1 + (p - 2) + (p - 1)
+    # the interior exchanges run beside the head's compute: they cost the period only beyond it
+    assert steady * x - 1e-12 <= t1 - t0 <= count * x + 1e-12
+    if p == 2:
+        assert t1 - t0 == pytest.approx(count * x, rel=1e-9)
+
+
+def test_exchange_overhead_is_read_and_bounded(tmp_path):
+    src = (ROOT / "problems/llm/gpt_7b_ace_64npu.yaml").read_text()
+    npu_block = src[src.index("npu:"):src.index("engine:")]
+    f = tmp_path / "p.yaml"
+    f.write_text(src.replace(npu_block, "npu:\n  profile: a100-sxm-80gb\n  compute_model: {exchange_overhead: 2 ms}\n"))
+    assert load_problem(f).npu.compute_model.exchange_overhead_s == pytest.approx(2e-3)
+    f.write_text(src.replace(npu_block, "npu:\n  profile: a100-sxm-80gb\n  compute_model: {exchange_overhead: 1 s}\n"))
+    r = subprocess.run([sys.executable, "-m", "codesign", "validate", str(f)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "npu.compute_model.exchange_overhead" in r.stderr
 
 
 def test_sequence_parallelism_splits_the_layernorms_and_residuals():

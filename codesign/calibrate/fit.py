@@ -5,9 +5,9 @@ training runs. Both are least-absolute-relative-deviation fits, LPs on HiGHS (``
   measured all-reduce times (nccl-tests): the time codesign gives an all-reduce of S bytes on a dimension
   of p GPUs (``platform.costs.link_time``) is linear in 1/bandwidth, the two latencies and 1/buffer
   bandwidth, so one LP fits them exactly in that model, every octave of message size weighed alike;
-- ``fit_compute``: ``gemm_efficiency``, ``memory_efficiency``, ``kernel_overhead_s`` and ``host_overhead_s``
-  from measured iteration times, starting from the profile's values (the fit is local). A simulated iteration
-  is piecewise linear in (1/gemm_efficiency, 1/memory_efficiency, the two overheads) where the schedule does
+- ``fit_compute``: ``gemm_efficiency``, ``memory_efficiency``, ``kernel_overhead_s``, ``host_overhead_s`` and
+  ``exchange_overhead_s`` from measured iteration times, starting from the profile's values (the fit is local).
+  A simulated iteration is piecewise linear in (1/gemm_efficiency, 1/memory_efficiency, the overheads) where the schedule does
   not change, so the fit is a sequence of LPs, each over the
   period's linearization at the last fit (finite differences of the simulation itself), inside a trust
   region that shrinks until the fit stops improving.
@@ -137,16 +137,21 @@ def residuals_by_size(samples: Sequence[Sample], errors: Sequence[float]) -> lis
 #: The compute model's fitted parameters as the LP sees them: reciprocals of the efficiencies (times are
 #: proportional to them) and the overhead in microseconds (so the LP's columns are of like size).
 def _theta(m: ComputeModel) -> tuple[float, ...]:
-    return 1.0 / m.gemm_efficiency, 1.0 / m.memory_efficiency, m.kernel_overhead_s * 1e6, m.host_overhead_s * 1e6
+    return (1.0 / m.gemm_efficiency, 1.0 / m.memory_efficiency, m.kernel_overhead_s * 1e6, m.host_overhead_s * 1e6,
+            m.exchange_overhead_s * 1e6)
 
 
 def _model(m: ComputeModel, th: Sequence[float]) -> ComputeModel:
     return replace(m, gemm_efficiency=1.0 / th[0], memory_efficiency=1.0 / th[1], kernel_overhead_s=th[2] * 1e-6,
-                   host_overhead_s=th[3] * 1e-6)
+                   host_overhead_s=th[3] * 1e-6, exchange_overhead_s=th[4] * 1e-6)
 
 
-#: Bounds of the fit: efficiencies in [0.2, 1], the overheads in [0, 100] us.
-LO, HI = (1.0, 1.0, 0.0, 0.0), (5.0, 5.0, 100.0, 100.0)
+#: Bounds of the fit: efficiencies in [0.2, 1], the kernels' overheads in [0, 100] us, an exchange's host work
+#: in [0, 10] ms.
+LO, HI = (1.0, 1.0, 0.0, 0.0, 0.0), (5.0, 5.0, 100.0, 100.0, 10_000.0)
+#: What the trust region adds to its relative radius, per parameter and unit of radius: an overhead may start
+#: at zero, where a relative step alone would never leave it (microseconds).
+SLACK = (0.0, 0.0, 4.0, 4.0, 1000.0)
 NTH = len(LO)
 
 
@@ -163,7 +168,7 @@ def fit_compute(runs: Sequence[Run], cluster: Cluster, gpu: NPU, *, iterations: 
                 progress: Callable[[int, float], None] | None = None, fix_gemm: bool = False) -> ComputeFit:
     """Fit ``gpu``'s compute model to ``runs`` (single-node runs, module docstring); with ``fix_gemm`` its
     ``gemm_efficiency`` stays as given (pinned by GEMM measurements, ``fit_gemm_efficiency``) and the other
-    three are fitted."""
+    four are fitted."""
     if gpu.compute_model is None:
         raise ValueError("the GPU has no compute model to fit")
     usable = []
@@ -194,16 +199,14 @@ def fit_compute(runs: Sequence[Run], cluster: Cluster, gpu: NPU, *, iterations: 
             if j in fixed:
                 cols.append([0.0] * len(usable))
                 continue
-            step = max(abs(th[j]) * 0.05, 0.05)
+            step = max(abs(th[j]) * 0.05, 0.05, SLACK[j] * 0.05)
             probe = list(th)
             probe[j] += step
             cols.append([(t1 - t0) / step for t1, t0 in zip(times(probe), base)])
         A = [[cols[j][i] for j in range(NTH)] for i in range(len(usable))]
         rhs = [m_ - t0 + sum(A[i][j] * th[j] for j in range(NTH)) for i, (m_, t0) in enumerate(zip(meas, base))]
-        lo = [th[j] if j in fixed else max(LO[j], th[j] * (1 - radius) - (4 * radius if j >= 2 else 0.0))
-              for j in range(NTH)]
-        hi = [th[j] if j in fixed else min(HI[j], th[j] * (1 + radius) + (4 * radius if j >= 2 else 0.0))
-              for j in range(NTH)]
+        lo = [th[j] if j in fixed else max(LO[j], th[j] * (1 - radius) - SLACK[j] * radius) for j in range(NTH)]
+        hi = [th[j] if j in fixed else min(HI[j], th[j] * (1 + radius) + SLACK[j] * radius) for j in range(NTH)]
         cand = list(l1_fit(A, rhs, [1.0 / m_ for m_ in meas], lo=lo, hi=hi).x)
         got = times(cand)
         score = _objective(got, meas)

@@ -36,7 +36,7 @@ def register(sub: Any) -> dict[str, Handler]:
     c.add_argument("--every", type=int, default=1, metavar="K", help="compute: fit every K-th run (default 1)")
     c.add_argument("--iterations", type=int, default=6, metavar="N", help="compute: LP iterations at most")
     c.add_argument("--gemm", metavar="CSV", help="compute: measured matrix products (m, n, k, TFLOP/s) that pin "
-                   "gemm_efficiency before the other three are fitted to the runs")
+                   "gemm_efficiency before the other four are fitted to the runs")
     return {"accuracy": accuracy_command, "calibrate": calibrate_command}
 
 
@@ -123,11 +123,13 @@ def calibrate_command(args: argparse.Namespace) -> int:
         cm = doc["npu"]["compute_model"]
         cm.update({"gemm_efficiency": round(m.gemm_efficiency, 4), "memory_efficiency": round(m.memory_efficiency, 4),
                    "kernel_overhead": f"{m.kernel_overhead_s * 1e6:.3f} us",
-                   "host_overhead": f"{m.host_overhead_s * 1e6:.2f} us"})
+                   "host_overhead": f"{m.host_overhead_s * 1e6:.2f} us",
+                   "exchange_overhead": f"{m.exchange_overhead_s * 1e6:.1f} us"})
         errors = list(fit.errors)
         summary = _residuals(errors)
         print(f"compute_model: gemm_efficiency {m.gemm_efficiency:.4f}, memory_efficiency {m.memory_efficiency:.4f}, "
-              f"kernel_overhead {m.kernel_overhead_s * 1e6:.3f} us, host_overhead {m.host_overhead_s * 1e6:.2f} us; "
+              f"kernel_overhead {m.kernel_overhead_s * 1e6:.3f} us, host_overhead {m.host_overhead_s * 1e6:.2f} us, "
+              f"exchange_overhead {m.exchange_overhead_s * 1e6:.1f} us; "
               f"{len(errors)} runs, {summary}")
     doc["calibration"] = {"command": command, "residuals": summary}
     text = (f"# fitted by: {command}\n" if command else "") + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True,

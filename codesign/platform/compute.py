@@ -18,7 +18,11 @@ Multiplication Background User's Guide", docs/accuracy.md). The model:
 - every kernel adds ``kernel_overhead_s`` on the GPU (fitted): the gap between two kernels of a stream;
 - the host issues each kernel in ``host_overhead_s`` (fitted: the framework's per-operator CPU time), so a
   task of many small kernels runs at the pace the host issues them: a task takes the larger of its kernels'
-  GPU time and their issue time (the stream runs ahead of the host only as far as the host is ahead).
+  GPU time and their issue time (the stream runs ahead of the host only as far as the host is ahead);
+- a blocking pipeline exchange costs the host ``exchange_overhead_s`` (fitted) after the task that ends
+  before it, and the GPU idles meanwhile: Megatron synchronizes the device around its point-to-point calls,
+  so the stream cannot run ahead of that host work as it runs ahead of kernel issue. An exchange that runs
+  beside compute carries it as a delay of the exchange's end (``Issue.delay_s``).
 
 ``task_time`` is that time at the full NPU, which ``price`` writes into each task and the MILP and the
 simulator then read through ``costs.compute_time_terms``, one formula for both.
@@ -44,7 +48,8 @@ class ComputeModel:
     training precision), ``sms``, ``l2_bandwidth`` (bytes/s). Fitted (``codesign calibrate``):
     ``gemm_efficiency`` (fraction of an SM's peak a full wave of its best tiles sustains),
     ``memory_efficiency`` (fraction of the HBM bandwidth memory-bound kernels reach), ``kernel_overhead_s``
-    (seconds a kernel adds on the GPU), ``host_overhead_s`` (seconds the host takes to issue one)."""
+    (seconds a kernel adds on the GPU), ``host_overhead_s`` (seconds the host takes to issue one),
+    ``exchange_overhead_s`` (seconds of host work per blocking pipeline exchange, the GPU idle)."""
 
     matmul_flops: float
     sms: int
@@ -53,6 +58,7 @@ class ComputeModel:
     memory_efficiency: float = 0.8
     kernel_overhead_s: float = 2e-6
     host_overhead_s: float = 0.0
+    exchange_overhead_s: float = 0.0
 
     def tile_rate(self, tm: int, tn: int) -> float:
         """FLOP/s one SM sustains on tiles of tm x tn."""
@@ -82,7 +88,10 @@ def gemm_time(kr: Kernel, model: ComputeModel, hbm_bandwidth: float) -> float:
 
 
 def kernel_time(kr: Kernel, model: ComputeModel, hbm_bandwidth: float) -> float:
-    """Seconds a kernel takes on the GPU, all its ``count`` runs, the gap after each included."""
+    """Seconds a kernel takes on the GPU, all its ``count`` runs, the gap after each included (an exchange's:
+    the host's time, the GPU idle)."""
+    if kr.kind == "exchange":
+        return kr.count * model.exchange_overhead_s
     one = gemm_time(kr, model, hbm_bandwidth) if kr.kind == "gemm" else kr.bytes / (
         hbm_bandwidth * model.memory_efficiency)
     return kr.count * (one + model.kernel_overhead_s)
@@ -90,10 +99,12 @@ def kernel_time(kr: Kernel, model: ComputeModel, hbm_bandwidth: float) -> float:
 
 def task_time(task: Compute, model: ComputeModel, hbm_bandwidth: float) -> float:
     """Seconds a compute task takes at the full NPU: its kernels one after another on the GPU, or the host's
-    time to issue them if that is longer."""
-    gpu = sum(kernel_time(kr, model, hbm_bandwidth) for kr in task.kernels)
-    host = model.host_overhead_s * sum(kr.count for kr in task.kernels)
-    return max(gpu, host)
+    time to issue them if that is longer; then the host's part of the exchanges that end it."""
+    kernels = [kr for kr in task.kernels if kr.kind != "exchange"]
+    gpu = sum(kernel_time(kr, model, hbm_bandwidth) for kr in kernels)
+    host = model.host_overhead_s * sum(kr.count for kr in kernels)
+    after = sum(kernel_time(kr, model, hbm_bandwidth) for kr in task.kernels if kr.kind == "exchange")
+    return max(gpu, host) + after
 
 
 def priced(task: Compute, model: ComputeModel, hbm_bandwidth: float) -> Compute:
@@ -112,7 +123,10 @@ def price(workload: Workload, model: ComputeModel, hbm_bandwidth: float) -> Work
                        weight_grad=priced(ly.weight_grad, model, hbm_bandwidth))
 
     def step(st: Step) -> Step:
-        return replace(st, demand=priced(st.demand, model, hbm_bandwidth))
+        issues = tuple(replace(i, kernels=(), delay_s=i.delay_s + sum(kernel_time(kr, model, hbm_bandwidth)
+                                                                      for kr in i.kernels))
+                       if i.kernels else i for i in st.issues)
+        return replace(st, demand=priced(st.demand, model, hbm_bandwidth), issues=issues)
 
     program = tuple(step(st) for st in workload.program) if workload.program else workload.program
     return replace(workload, layers=tuple(lay(ly) for ly in workload.layers), program=program)

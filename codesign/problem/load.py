@@ -390,15 +390,17 @@ def topology(ctx: Ctx, t: Any, top: YMap) -> tuple[Topology, Network | None]:
 
 NPU_KEYS = ("compute", "hbm_bandwidth", "cores", "core_reduce_rate", "compute_hbm_utilization", "profile",
             "hbm_capacity", "compute_model")
-MODEL_KEYS = ("sms", "l2_bandwidth", "gemm_efficiency", "memory_efficiency", "kernel_overhead", "host_overhead")
+MODEL_KEYS = ("sms", "l2_bandwidth", "gemm_efficiency", "memory_efficiency", "kernel_overhead", "host_overhead",
+              "exchange_overhead")
 #: The values a compute model accepts (its quantity, lowest, highest): an efficiency is a sustained share of
 #: a datasheet peak (below 1% no GPU runs), an overhead a launch's or an operator's time (microseconds; a
-#: millisecond is far past any), a GPU's SMs and L2 bandwidth what a chip can have. Beyond them a value is
+#: millisecond is far past any), an exchange's host work a framework's (a tenth of a second is past any), a GPU's SMs and L2 bandwidth what a chip can have. Beyond them a value is
 #: a typo, and a prediction from it would be absurd, so it is refused (exit 2), not warned about.
 MODEL_RANGES: dict[str, tuple[U.Dimension | None, float, float]] = {
     "sms": (None, 1, 100_000), "l2_bandwidth": (U.BYTES_PER_S, 1e9, 1e15),
     "gemm_efficiency": (None, 0.01, 1.0), "memory_efficiency": (None, 0.01, 1.0),
-    "kernel_overhead": (U.SECONDS, 0.0, 1e-3), "host_overhead": (U.SECONDS, 0.0, 1e-3)}
+    "kernel_overhead": (U.SECONDS, 0.0, 1e-3), "host_overhead": (U.SECONDS, 0.0, 1e-3),
+    "exchange_overhead": (U.SECONDS, 0.0, 0.1)}
 
 
 def _compute_model(ctx: Ctx, v: Any, path: str, base: ComputeModel | None, flops: float) -> ComputeModel | None:
@@ -420,7 +422,8 @@ def _compute_model(ctx: Ctx, v: Any, path: str, base: ComputeModel | None, flops
         l2_bandwidth=get("l2_bandwidth", d.l2_bandwidth), gemm_efficiency=get("gemm_efficiency", d.gemm_efficiency),
         memory_efficiency=get("memory_efficiency", d.memory_efficiency),
         kernel_overhead_s=get("kernel_overhead", d.kernel_overhead_s),
-        host_overhead_s=get("host_overhead", d.host_overhead_s))
+        host_overhead_s=get("host_overhead", d.host_overhead_s),
+        exchange_overhead_s=get("exchange_overhead", d.exchange_overhead_s))
 
 
 def npu(ctx: Ctx, n: Any, top: YMap, *, in_profile: bool = False) -> NPU:

@@ -49,7 +49,7 @@ class Work:
 
     def compute(self) -> Compute:
         if not (self.flops or self.bytes):
-            return Compute()
+            return Compute(kernels=self.kernels)   # equal to Compute(): kernels are not compared
         return Compute(flops=self.flops, hbm_bytes=self.bytes, kernels=self.kernels)
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from . import llm_kernels as K
 from .builder import Work  # FLOPs and HBM bytes of a compute task: the layer builder's
 from .llm_memory import memory_per_gpu
-from .model import Comm, Issue, Layer, Step, Workload
+from .model import Comm, Issue, Kernel, Layer, Step, Workload
 
 SCHEDULES = ("1f1b", "gpipe")
 RECOMPUTE = ("none", "selective", "full")
@@ -328,11 +328,12 @@ class _Program:
         return j
 
     def issue(self, name: str, kind: str, layer: int, comm: Comm, wait: int | str | None = "next",
-              next_iteration: bool = False, at: int | None = None) -> tuple[int, int]:
+              next_iteration: bool = False, at: int | None = None, kernels: tuple[Kernel, ...] = ()
+              ) -> tuple[int, int]:
         """Release ``comm`` after step ``at`` (default the last); awaited before ``wait`` ("next": the step after
-        it; an index; None: set later with ``await_at``)."""
+        it; an index; None: set later with ``await_at``); ``kernels``: the host's work around it."""
         j = len(self.steps) - 1 if at is None else at
-        rec = [name, kind, layer, comm, None, next_iteration]
+        rec = [name, kind, layer, comm, None, next_iteration, kernels]
         self.issues[j].append(rec)
         key = (j, len(self.issues[j]) - 1)
         if wait == "next":
@@ -340,6 +341,11 @@ class _Program:
         elif wait is not None:
             rec[4] = wait
         return key
+
+    def attach(self, kernel: Kernel) -> None:
+        """Add ``kernel`` to the last step's demand (its FLOPs and bytes unchanged: a kernel of none)."""
+        st = self.steps[-1]
+        self.steps[-1] = replace(st, demand=replace(st.demand, kernels=st.demand.kernels + (kernel,)))
 
     def await_at(self, key: tuple[int, int], step: int, next_iteration: bool = False) -> None:
         rec = self.issues[key[0]][key[1]]
@@ -351,7 +357,7 @@ class _Program:
         out = []
         for st, iss in zip(self.steps, self.issues):
             out.append(Step(st.name, st.layer, st.kind, st.demand,
-                            tuple(Issue(nm, kd, ly, cm, w, nx) for nm, kd, ly, cm, w, nx in iss)))
+                            tuple(Issue(nm, kd, ly, cm, w, nx, kernels=ks) for nm, kd, ly, cm, w, nx, ks in iss)))
         return tuple(out)
 
 
@@ -480,10 +486,17 @@ class _LLMBuilder:
 
     def exchange(self, label: str, r: int = 1, blocking: bool = True) -> tuple[int, int]:
         """A Megatron exchange after the step just added, once its tensor-parallel all-reduce is done (a step of
-        no work waits for it): awaited by the next step (``blocking``), or by a later one (``P.await_at``)."""
-        if self.P.to_next:
+        no work waits for it): awaited by the next step (``blocking``), or by a later one (``P.await_at``). The
+        host's part of it (``llm_kernels.exchange``) ends the step before a blocking one (the GPU idles while the
+        host runs it); beside compute (an interior stage's second exchange, beside the head) it delays the
+        exchange's end instead, so the head's compute and the exchange with its host work overlap."""
+        if self.P.to_next or not self.P.steps:
             self.P.step(f"{label}.wait", self.HEAD, "idle", Work())
-        return self.P.issue(f"{label}.p2p", "p2p", self.HEAD, _scaled(self.p2p, r), wait="next" if blocking else None)
+        host = K.exchange(f"{label}.host", r)
+        if blocking:
+            self.P.attach(host)
+        return self.P.issue(f"{label}.p2p", "p2p", self.HEAD, _scaled(self.p2p, r), wait="next" if blocking else None,
+                            kernels=() if blocking else (host,))
 
     # ---- the representative's micro-batches. The steady state runs at the slowest stage's own cycle: the
     # last stage's forward, backward and one exchange, or an interior stage's with two exchanges (p >= 3):

@@ -82,6 +82,13 @@ def memory(name: str, nbytes: float, flops: float = 0.0) -> Kernel:
     return Kernel(name, "memory", flops, nbytes)
 
 
+def exchange(name: str, count: int = 1) -> Kernel:
+    """The host's part of ``count`` blocking pipeline exchanges (Megatron's ``_communicate``: receive buffers,
+    the batched send/receive, a device synchronization): no GPU work, priced by the profile's
+    ``exchange_overhead``."""
+    return Kernel(name, "exchange", 0.0, 0.0, count=count)
+
+
 def _ln(x: Shape, tag: str, backward: bool = False) -> Kernel:
     nh = x.seq_tokens * x.h
     return memory(f"{tag}.layernorm{'.grad' if backward else ''}", x.A * nh * (3 if backward else 2))

@@ -35,9 +35,11 @@ PARALLELISMS = ("data", "model", "hybrid_data_model", "hybrid_model_data", "hybr
 PHASE_KINDS = ("forward", "input_grad", "weight_grad")
 
 
-#: What a kernel is: a matrix product (``gemm``, on the tensor cores) or an element-wise or reduction kernel
-#: whose time is its memory traffic (``memory``: LayerNorm, softmax, dropout, GeLU, the optimizer step).
-KERNEL_KINDS = ("gemm", "memory")
+#: What a kernel is: a matrix product (``gemm``, on the tensor cores), an element-wise or reduction kernel
+#: whose time is its memory traffic (``memory``: LayerNorm, softmax, dropout, GeLU, the optimizer step), or
+#: the framework's host work around a blocking point-to-point exchange (``exchange``: no GPU work; Megatron
+#: synchronizes the device around it, so the GPU idles while the host does it).
+KERNEL_KINDS = ("gemm", "memory", "exchange")
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,8 @@ class Issue:
     """A collective a program step releases when it ends: awaited before step ``wait`` (of the next
     iteration if ``next_iteration``), ``delay_s`` after it ends. ``layer`` indexes ``Workload.layers`` (the
     layer it is reported under); ``kind`` labels it (``forward_comm``, ``tp``, ``p2p``, ``dp``, ...);
-    ``urgent`` collectives go before all others at every dimension."""
+    ``urgent`` collectives go before all others at every dimension. ``kernels``: the host's work around it
+    (``exchange`` kernels) where it runs beside compute, which a compute model prices into ``delay_s``."""
 
     name: str
     kind: str
@@ -132,6 +135,7 @@ class Issue:
     next_iteration: bool = False
     delay_s: float = 0.0
     urgent: bool = False
+    kernels: tuple[Kernel, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
