@@ -7,10 +7,10 @@ training runs. Both are least-absolute-relative-deviation fits, LPs on HiGHS (``
   bandwidth, so one LP fits them exactly in that model, every octave of message size weighed alike;
 - ``fit_compute``: ``gemm_efficiency``, ``memory_efficiency``, ``kernel_overhead_s``, ``host_overhead_s`` and
   ``exchange_overhead_s`` from measured iteration times, starting from the profile's values (the fit is local).
-  A simulated iteration is piecewise linear in (1/gemm_efficiency, 1/memory_efficiency, the overheads) where the schedule does
-  not change, so the fit is a sequence of LPs, each over the
-  period's linearization at the last fit (finite differences of the simulation itself), inside a trust
-  region that shrinks until the fit stops improving.
+  A simulated iteration is piecewise linear in (1/gemm_efficiency, 1/memory_efficiency, the overheads) where
+  the schedule does not change, so the fit is a sequence of LPs, each over the period's linearization at
+  the last fit (finite differences of the simulation itself), inside a trust region that shrinks until the
+  fit stops improving.
 Multi-node training runs are never fitted to: they are what ``codesign accuracy`` judges predictions by.
 """
 from __future__ import annotations

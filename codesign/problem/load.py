@@ -394,8 +394,9 @@ MODEL_KEYS = ("sms", "l2_bandwidth", "gemm_efficiency", "memory_efficiency", "ke
               "exchange_overhead")
 #: The values a compute model accepts (its quantity, lowest, highest): an efficiency is a sustained share of
 #: a datasheet peak (below 1% no GPU runs), an overhead a launch's or an operator's time (microseconds; a
-#: millisecond is far past any), an exchange's host work a framework's (a tenth of a second is past any), a GPU's SMs and L2 bandwidth what a chip can have. Beyond them a value is
-#: a typo, and a prediction from it would be absurd, so it is refused (exit 2), not warned about.
+#: millisecond is far past any), an exchange's host work a framework's (a tenth of a second is past any), a
+#: GPU's SMs and L2 bandwidth what a chip can have. Beyond them a value is a typo, and a prediction from it
+#: would be absurd, so it is refused (exit 2), not warned about.
 MODEL_RANGES: dict[str, tuple[U.Dimension | None, float, float]] = {
     "sms": (None, 1, 100_000), "l2_bandwidth": (U.BYTES_PER_S, 1e9, 1e15),
     "gemm_efficiency": (None, 0.01, 1.0), "memory_efficiency": (None, 0.01, 1.0),
